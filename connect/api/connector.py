@@ -1,0 +1,260 @@
+"""Connectors and tasks: what a plugin author implements.
+
+A Connector splits a job into task configs; Tasks move the data. A
+SourceTask's ``poll`` returns a batch of SourceRecords; a SinkTask's ``put``
+takes a batch of SinkRecords and ``flush``/``pre_commit`` say what is durable.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from connect.api.config import ConfigDef, ConfigValue
+from connect.api.errors import ConnectException
+from connect.api.records import SinkRecord, SourceRecord
+from connect.api.topic_partition import TopicPartition
+
+__all__ = [
+    "Connector",
+    "ConnectorContext",
+    "ConnectorTransactionBoundaries",
+    "ErrantRecordReporter",
+    "ExactlyOnceSupport",
+    "OffsetStorageReader",
+    "RecordMetadata",
+    "SinkConnector",
+    "SinkConnectorContext",
+    "SinkTask",
+    "SinkTaskContext",
+    "SourceConnector",
+    "SourceConnectorContext",
+    "SourceTask",
+    "SourceTaskContext",
+    "Task",
+]
+
+
+class ExactlyOnceSupport(enum.Enum):
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
+class ConnectorTransactionBoundaries(enum.Enum):
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
+class OffsetStorageReader(abc.ABC):
+    """Reads committed source offsets; keys are source partition maps."""
+
+    @abc.abstractmethod
+    def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None: ...
+
+    def offsets(
+        self, partitions: Collection[Mapping[str, Any]]
+    ) -> list[tuple[Mapping[str, Any], dict[str, Any] | None]]:
+        return [(p, self.offset(p)) for p in partitions]
+
+
+class ConnectorContext(abc.ABC):
+    @abc.abstractmethod
+    def request_task_reconfiguration(self) -> None: ...
+
+    @abc.abstractmethod
+    def raise_error(self, error: BaseException) -> None:
+        """Fail the connector from a background thread of the plugin's own."""
+
+
+class SourceConnectorContext(ConnectorContext):
+    @abc.abstractmethod
+    def offset_storage_reader(self) -> OffsetStorageReader: ...
+
+
+class SinkConnectorContext(ConnectorContext):
+    pass
+
+
+class Connector(abc.ABC):
+    """Configures and splits a job. One instance per connector, in the worker that owns it."""
+
+    context: ConnectorContext
+
+    def initialize(
+        self, context: ConnectorContext, task_configs: Sequence[Mapping[str, str]] | None = None
+    ) -> None:
+        self.context = context
+
+    @abc.abstractmethod
+    def version(self) -> str: ...
+
+    @abc.abstractmethod
+    def start(self, props: Mapping[str, str]) -> None: ...
+
+    @abc.abstractmethod
+    def task_class(self) -> type[Task]: ...
+
+    @abc.abstractmethod
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]: ...
+
+    @abc.abstractmethod
+    def stop(self) -> None: ...
+
+    @abc.abstractmethod
+    def config(self) -> ConfigDef: ...
+
+    def validate(self, connector_configs: Mapping[str, str]) -> dict[str, ConfigValue]:
+        """Validate with ``config()``; override to add cross-key checks."""
+        return self.config().validate(connector_configs)
+
+
+class SourceConnector(Connector):
+    context: SourceConnectorContext
+
+    def exactly_once_support(self, connector_config: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        return None
+
+    def can_define_transaction_boundaries(
+        self, connector_config: Mapping[str, str]
+    ) -> ConnectorTransactionBoundaries:
+        return ConnectorTransactionBoundaries.UNSUPPORTED
+
+    def alter_offsets(
+        self,
+        connector_config: Mapping[str, str],
+        offsets: Mapping[Mapping[str, Any], Mapping[str, Any] | None],
+    ) -> bool:
+        """Say whether an offset change is acceptable; True means the connector handled or accepts it."""
+        return False
+
+
+class SinkConnector(Connector):
+    context: SinkConnectorContext
+    TOPICS_CONFIG = "topics"
+    TOPICS_REGEX_CONFIG = "topics.regex"
+
+    def alter_offsets(
+        self, connector_config: Mapping[str, str], offsets: Mapping[TopicPartition, int | None]
+    ) -> bool:
+        return False
+
+
+class Task(abc.ABC):
+    @abc.abstractmethod
+    def version(self) -> str: ...
+
+    @abc.abstractmethod
+    def start(self, props: Mapping[str, str]) -> None: ...
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Called from another thread than ``poll``/``put``; must make them return promptly."""
+
+
+class RecordMetadata:
+    """Where the log put a produced record."""
+
+    __slots__ = ("topic", "partition", "offset", "timestamp")
+
+    def __init__(self, topic: str, partition: int, offset: int, timestamp: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.timestamp = timestamp
+
+    def __repr__(self) -> str:
+        return f"RecordMetadata({self.topic}-{self.partition}@{self.offset})"
+
+
+class SourceTaskContext(abc.ABC):
+    @abc.abstractmethod
+    def configs(self) -> Mapping[str, str]: ...
+
+    @abc.abstractmethod
+    def offset_storage_reader(self) -> OffsetStorageReader: ...
+
+
+class SourceTask(Task):
+    context: SourceTaskContext
+
+    def initialize(self, context: SourceTaskContext) -> None:
+        self.context = context
+
+    @abc.abstractmethod
+    def poll(self) -> list[SourceRecord] | None:
+        """Return the next records, or None/[] when there are none right now (may block briefly)."""
+
+    def commit(self) -> None:  # noqa: B027 - optional hook
+        """Offsets up to the last flush are committed."""
+
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:  # noqa: B027
+        """``record`` was acknowledged by the log (metadata None: dropped by a transform or filter)."""
+
+
+class ErrantRecordReporter(abc.ABC):
+    """Lets a sink task hand a record it cannot process to the framework's error handling (DLQ)."""
+
+    @abc.abstractmethod
+    def report(self, record: SinkRecord, error: BaseException) -> Future[None]: ...
+
+
+class SinkTaskContext(abc.ABC):
+    @abc.abstractmethod
+    def configs(self) -> Mapping[str, str]: ...
+
+    @abc.abstractmethod
+    def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Rewind (or advance) consumption to these offsets."""
+
+    @abc.abstractmethod
+    def timeout(self, timeout_ms: int) -> None:
+        """After a RetriableException, redeliver the batch after this long."""
+
+    @abc.abstractmethod
+    def assignment(self) -> set[TopicPartition]: ...
+
+    @abc.abstractmethod
+    def pause(self, *partitions: TopicPartition) -> None: ...
+
+    @abc.abstractmethod
+    def resume(self, *partitions: TopicPartition) -> None: ...
+
+    @abc.abstractmethod
+    def request_commit(self) -> None: ...
+
+    def errant_record_reporter(self) -> ErrantRecordReporter | None:
+        return None
+
+
+class SinkTask(Task):
+    context: SinkTaskContext
+
+    def initialize(self, context: SinkTaskContext) -> None:
+        self.context = context
+
+    def open(self, partitions: Collection[TopicPartition]) -> None:  # noqa: B027 - optional hook
+        """These partitions are now this task's."""
+
+    @abc.abstractmethod
+    def put(self, records: Sequence[SinkRecord]) -> None: ...
+
+    def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:  # noqa: B027 - optional hook
+        """Make everything ``put`` so far durable."""
+
+    def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
+        """Return the offsets that are safe to commit (the next offset to read, per partition)."""
+        self.flush(current_offsets)
+        return current_offsets
+
+    def close(self, partitions: Collection[TopicPartition]) -> None:  # noqa: B027 - optional hook
+        """These partitions are no longer this task's; drop their buffered state."""
+
+
+def check_task_class(connector: Connector) -> type[Task]:
+    task_class = connector.task_class()
+    if not (isinstance(task_class, type) and issubclass(task_class, Task)):
+        raise ConnectException(f"{type(connector).__name__}.task_class() did not return a Task subclass")
+    return task_class

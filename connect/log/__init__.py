@@ -1,0 +1,20 @@
+"""The topic layer and its backends; ``open_log_backend`` picks one from a worker config."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from connect.log.api import LogBackend
+
+
+def open_log_backend(worker_config: Mapping[str, Any]) -> LogBackend:
+    """Kafka when ``bootstrap.servers`` is set, else the embedded log under ``embedded.log.dir``."""
+    servers = worker_config.get("bootstrap.servers")
+    if servers:
+        from connect.log.kafka.backend import KafkaBackend
+
+        return KafkaBackend(worker_config)
+    from connect.log.embedded.backend import EmbeddedBackend
+
+    return EmbeddedBackend(str(worker_config.get("embedded.log.dir") or "./headrace-data"), worker_config)

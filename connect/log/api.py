@@ -1,0 +1,297 @@
+"""The topic layer: the one interface the runtime uses to reach a log.
+
+Two backends implement it and must behave alike: ``connect.log.embedded`` (a
+durable on-disk log, the default) and ``connect.log.kafka`` (a real Kafka
+cluster). The interface is batch-oriented on purpose: a consumer hands back
+whole fetched batches as columns so that hot paths avoid building one Python
+object per record unless they need one.
+"""
+
+from __future__ import annotations
+
+import abc
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from connect.api.topic_partition import TopicPartition
+
+__all__ = [
+    "Admin",
+    "Consumer",
+    "ConsumerRecord",
+    "DeliveryCallback",
+    "FetchedBatch",
+    "LogError",
+    "LogBackend",
+    "NewTopic",
+    "Producer",
+    "RebalanceListener",
+    "RecordMetadata",
+    "TopicDescription",
+    "TopicExistsError",
+    "UnknownTopicError",
+    "TopicPartition",
+]
+
+Headers = tuple[tuple[str, bytes | None], ...]
+
+
+class LogError(Exception):
+    """A failure of the topic layer; ``retriable`` says whether a retry may succeed."""
+
+    retriable = False
+
+
+class RetriableLogError(LogError):
+    retriable = True
+
+
+class TopicExistsError(LogError):
+    pass
+
+
+class UnknownTopicError(LogError):
+    pass
+
+
+@attrs.frozen
+class RecordMetadata:
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+DeliveryCallback = Callable[[LogError | None, RecordMetadata | None], None]
+
+
+@attrs.frozen
+class ConsumerRecord:
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: Headers = ()
+    # 0 = CreateTime, 1 = LogAppendTime (Kafka's TimestampType ids)
+    timestamp_type: int = 0
+
+
+@attrs.define(slots=True)
+class FetchedBatch:
+    """Consecutive records of one partition, as parallel columns.
+
+    ``headers`` is None when no record in the batch carries headers, which
+    lets consumers skip header handling wholesale.
+    """
+
+    topic: str
+    partition: int
+    offsets: Sequence[int]
+    timestamps: Sequence[int]
+    keys: Sequence[bytes | None]
+    values: Sequence[bytes | None]
+    headers: Sequence[Headers] | None = None
+    timestamp_type: int = 0
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @property
+    def next_offset(self) -> int:
+        return self.offsets[-1] + 1
+
+    def records(self) -> Iterator[ConsumerRecord]:
+        hdrs = self.headers
+        for i, off in enumerate(self.offsets):
+            yield ConsumerRecord(
+                self.topic,
+                self.partition,
+                off,
+                self.timestamps[i],
+                self.keys[i],
+                self.values[i],
+                hdrs[i] if hdrs is not None else (),
+                self.timestamp_type,
+            )
+
+
+@attrs.frozen
+class NewTopic:
+    name: str
+    partitions: int = 1
+    replication_factor: int = -1  # -1: the backend's default
+    configs: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class TopicDescription:
+    name: str
+    partitions: int
+    configs: Mapping[str, str]
+    # per partition: (log start offset, log end offset)
+    offsets: Mapping[int, tuple[int, int]] = attrs.field(factory=dict)
+
+
+class RebalanceListener(abc.ABC):
+    """Told when a group consumer gains or loses partitions (cooperative: only the delta)."""
+
+    @abc.abstractmethod
+    def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None: ...
+
+    @abc.abstractmethod
+    def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None: ...
+
+    def on_partitions_lost(self, partitions: list[TopicPartition]) -> None:
+        self.on_partitions_revoked(partitions)
+
+
+class Producer(abc.ABC):
+    """Asynchronous, batching producer. ``send`` may buffer; ``flush`` waits for acks.
+
+    Delivery callbacks run on the thread that calls ``poll`` or ``flush``.
+    """
+
+    @abc.abstractmethod
+    def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: Headers | None = None,
+        on_delivery: DeliveryCallback | None = None,
+    ) -> None: ...
+
+    @abc.abstractmethod
+    def send_batch(
+        self,
+        topic: str,
+        partition: int,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None = None,
+        timestamps: Sequence[int] | None = None,
+        headers: Sequence[Headers] | None = None,
+    ) -> None:
+        """Queue many records for one partition; acked by the next ``flush``."""
+
+    @abc.abstractmethod
+    def poll(self, timeout: float = 0.0) -> int:
+        """Serve delivery callbacks; returns how many were served."""
+
+    @abc.abstractmethod
+    def flush(self, timeout: float | None = None) -> int:
+        """Send everything queued and wait for acks; returns records still unacked."""
+
+    @abc.abstractmethod
+    def close(self, timeout: float | None = None) -> None: ...
+
+    def partitions_for(self, topic: str) -> int:
+        raise NotImplementedError
+
+
+class Consumer(abc.ABC):
+    """A consumer that either subscribes as a member of a group or is assigned partitions."""
+
+    @abc.abstractmethod
+    def subscribe(
+        self,
+        topics: Sequence[str] | None = None,
+        pattern: str | re.Pattern[str] | None = None,
+        listener: RebalanceListener | None = None,
+    ) -> None: ...
+
+    @abc.abstractmethod
+    def assign(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    @abc.abstractmethod
+    def assignment(self) -> set[TopicPartition]: ...
+
+    @abc.abstractmethod
+    def poll(self, timeout: float, max_records: int = 500) -> list[FetchedBatch]: ...
+
+    @abc.abstractmethod
+    def seek(self, partition: TopicPartition, offset: int) -> None: ...
+
+    @abc.abstractmethod
+    def seek_to_beginning(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    @abc.abstractmethod
+    def position(self, partition: TopicPartition) -> int: ...
+
+    @abc.abstractmethod
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Synchronously commit, for the group, the next offset to read per partition."""
+
+    @abc.abstractmethod
+    def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]: ...
+
+    @abc.abstractmethod
+    def pause(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    @abc.abstractmethod
+    def resume(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    @abc.abstractmethod
+    def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+
+class Admin(abc.ABC):
+    @abc.abstractmethod
+    def create_topic(self, topic: NewTopic, exist_ok: bool = False) -> None: ...
+
+    @abc.abstractmethod
+    def list_topics(self, include_internal: bool = False) -> list[str]: ...
+
+    @abc.abstractmethod
+    def describe_topic(self, name: str) -> TopicDescription: ...
+
+    @abc.abstractmethod
+    def delete_topic(self, name: str) -> None: ...
+
+    @abc.abstractmethod
+    def list_group_offsets(self, group: str) -> dict[TopicPartition, int]: ...
+
+    @abc.abstractmethod
+    def alter_group_offsets(self, group: str, offsets: Mapping[TopicPartition, int | None]) -> None:
+        """Set (or, with None, delete) a group's committed offsets; the group must be empty."""
+
+    @abc.abstractmethod
+    def delete_group(self, group: str) -> None: ...
+
+    @abc.abstractmethod
+    def cluster_id(self) -> str: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+
+class LogBackend(abc.ABC):
+    """Makes producers, consumers and admin clients for one log (a directory or a cluster).
+
+    ``config`` maps are client settings in Kafka's names (``acks``,
+    ``linger.ms``, ``auto.offset.reset``, ...); a backend ignores the ones
+    that mean nothing to it.
+    """
+
+    name: str
+
+    @abc.abstractmethod
+    def producer(self, config: Mapping[str, Any] | None = None) -> Producer: ...
+
+    @abc.abstractmethod
+    def consumer(self, group_id: str | None = None, config: Mapping[str, Any] | None = None) -> Consumer: ...
+
+    @abc.abstractmethod
+    def admin(self, config: Mapping[str, Any] | None = None) -> Admin: ...
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass
