@@ -1,0 +1,237 @@
+"""Command-line entry points: ``connect-standalone``, ``connect-distributed`` and ``headrace``.
+
+Bad input never produces a stack trace: every expected failure (unreadable
+file, invalid config, unknown plugin, unreachable log) becomes one ``ERROR``
+line naming the file, the key and the reason, and a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import socket
+import sys
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from connect.api.errors import ConfigException, ConnectException
+from connect.log.api import LogError
+from connect.logging_setup import configure_logging
+
+log = logging.getLogger("connect.cli")
+
+EXIT_CONFIG = 1
+EXIT_RUNTIME = 2
+
+
+class CliError(Exception):
+    """An expected failure, reported as one line."""
+
+
+def _fail(message: str, code: int = EXIT_CONFIG) -> int:
+    print(f"ERROR {message}", file=sys.stderr, flush=True)
+    return code
+
+
+# --- connect-standalone ----------------------------------------------------------------------------------------
+def standalone_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="connect-standalone",
+        description="Run a standalone Headrace worker with the given connector configs.",
+    )
+    parser.add_argument("worker_config", help="worker .properties file")
+    parser.add_argument("connector_configs", nargs="*", help="connector .properties or .json files")
+    args = parser.parse_args(argv)
+    configure_logging()
+    try:
+        runtime = _build_standalone(args.worker_config, args.connector_configs)
+    except CliError as exc:
+        return _fail(str(exc))
+    return runtime.run()
+
+
+def _load_worker_config(path: str, config_cls: type):  # noqa: ANN202 - a WorkerConfig subclass instance
+    from connect.runtime.properties import load_config_file
+
+    try:
+        props = load_config_file(path)
+    except ConfigException as exc:
+        raise CliError(str(exc)) from exc
+    try:
+        return config_cls(props)
+    except ConfigException as exc:
+        raise CliError(f"{path}: {exc}") from exc
+
+
+class StandaloneRuntime:
+    """Everything a standalone worker process runs, started in order and stopped in reverse."""
+
+    def __init__(self, worker_config_path: str, connector_paths: Sequence[str]) -> None:
+        from connect.runtime.plugins import PluginRegistry
+        from connect.runtime.properties import load_config_file
+        from connect.runtime.worker_config import StandaloneConfig
+
+        self.config = _load_worker_config(worker_config_path, StandaloneConfig)
+        self.plugins = PluginRegistry(self.config.get_list("plugin.path"))
+        self._check_worker_plugins(worker_config_path)
+        self.connector_configs: list[tuple[str, dict[str, str]]] = []
+        for path in connector_paths:
+            try:
+                self.connector_configs.append((path, load_config_file(path)))
+            except ConfigException as exc:
+                raise CliError(str(exc)) from exc
+        self._validate_connector_files()
+        self._stop = threading.Event()
+        self.herder = None
+        self.rest = None
+
+    def _check_worker_plugins(self, path: str) -> None:
+        for key, kind in (("key.converter", "converter"), ("value.converter", "converter"),
+                          ("header.converter", "header_converter")):
+            name = self.config.get(key)
+            if name:
+                try:
+                    self.plugins.resolve(str(name), kind, key)
+                except ConfigException as exc:
+                    raise CliError(f"{path}: {exc}") from exc
+
+    def _validate_connector_files(self) -> None:
+        from connect.runtime.connector_config import ConnectorConfigValidator
+
+        validator = ConnectorConfigValidator(self.plugins)
+        lines = []
+        for path, props in self.connector_configs:
+            result = validator.validate(props)
+            for key, err in result.errors:
+                lines.append(f"{path}: {key}: {err}" if key not in err else f"{path}: {err}")
+        if lines:
+            raise CliError("\nERROR ".join(lines))
+
+    def start(self) -> None:
+        from connect.log import open_log_backend
+        from connect.runtime.config_store import ConfigTopicStore
+        from connect.runtime.offsets import FileOffsetStore
+        from connect.runtime.standalone import StandaloneHerder
+        from connect.runtime.status import StatusStore
+        from connect.runtime.worker import Worker
+
+        backend = open_log_backend(self.config.backend_config())
+        self.backend = backend
+        offsets = FileOffsetStore(self.config.get("offset.storage.file.filename"))
+        offsets.start()
+        worker_id = _worker_id(self.config)
+        worker = Worker(worker_id, self.config, self.plugins, backend, offsets, StatusStore())
+        store = ConfigTopicStore(backend, self.config.get("config.storage.topic"))
+        self.herder = StandaloneHerder(worker, store)
+        self._start_rest()
+        self.herder.start()
+        for path, props in self.connector_configs:
+            info = self.herder.apply_connector_file(props)
+            log.info("[%s] Created connector from %s (%s, %d task(s))", info.name, path, info.type.value,
+                     len(info.tasks))
+
+    def _start_rest(self) -> None:
+        listeners = self.config.get_list("listeners")
+        if not listeners:
+            return
+        from rest import RestServer, create_app
+
+        app = create_app(self.herder, self.config.originals)
+        self.rest = RestServer(app, self.config.originals)
+        self.rest.start()
+        log.info("REST server listening on %s", self.rest.advertised_url)
+
+    def run(self) -> int:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: self._stop.set())
+        try:
+            self.start()
+        except (ConfigException, ConnectException, LogError, OSError) as exc:
+            log.debug("start-up failed", exc_info=exc)
+            self.shutdown()
+            return _fail(str(exc), EXIT_RUNTIME)
+        except Exception as exc:  # noqa: BLE001 - the user gets one line; the trace goes to the log
+            log.error("Worker failed to start", exc_info=exc)
+            self.shutdown()
+            return _fail(f"worker failed to start: {exc}", EXIT_RUNTIME)
+        log.info("Headrace standalone worker started")
+        self._stop.wait()
+        log.info("Shutting down")
+        self.shutdown()
+        log.info("Headrace standalone worker stopped")
+        return 0
+
+    def shutdown(self) -> None:
+        if self.rest is not None:
+            self.rest.stop()
+        if self.herder is not None:
+            self.herder.stop()
+        backend = getattr(self, "backend", None)
+        if backend is not None:
+            backend.close()
+
+
+def _build_standalone(worker_config: str, connector_configs: Sequence[str]) -> StandaloneRuntime:
+    return StandaloneRuntime(worker_config, connector_configs)
+
+
+def _worker_id(config) -> str:  # noqa: ANN001
+    listeners = config.get_list("listeners")
+    host = config.get("rest.advertised.host.name") or socket.gethostname()
+    port = config.get("rest.advertised.port")
+    if port is None and listeners:
+        port = listeners[0].rsplit(":", 1)[-1]
+    return f"{host}:{port}" if port else f"{host}:{uuid.uuid4().hex[:8]}"
+
+
+# --- connect-distributed ------------------------------------------------------------------------------------------
+def distributed_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="connect-distributed", description="Run a distributed Headrace worker.")
+    parser.add_argument("worker_config")
+    parser.parse_args(argv)
+    return _fail("distributed mode is not available yet in this build", EXIT_RUNTIME)
+
+
+# --- headrace (log tools) ------------------------------------------------------------------------------------------
+def headrace_main(argv: Sequence[str] | None = None) -> int:
+    from connect import tools
+
+    parser = tools.build_parser()
+    args = parser.parse_args(argv)
+    configure_logging("WARNING" if not getattr(args, "verbose", False) else "INFO")
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return EXIT_CONFIG
+    try:
+        return int(args.handler(args) or 0)
+    except CliError as exc:
+        return _fail(str(exc))
+    except (ConfigException, LogError, ConnectException, OSError) as exc:
+        return _fail(str(exc), EXIT_RUNTIME)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def worker_config_for_tools(path: str | None, bootstrap: str | None):  # noqa: ANN201
+    from connect.runtime.properties import load_config_file
+
+    props: dict[str, str] = {}
+    if path:
+        try:
+            props = load_config_file(path)
+        except ConfigException as exc:
+            raise CliError(str(exc)) from exc
+        if not Path(path).exists():
+            raise CliError(f"{path}: no such file")
+    if bootstrap:
+        props["bootstrap.servers"] = bootstrap
+    return props
+
+
+if __name__ == "__main__":
+    sys.exit(standalone_main())

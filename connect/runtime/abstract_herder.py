@@ -1,0 +1,124 @@
+"""What every herder shares: validation, plugin listings, status views and secret masking."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from connect.api.config import ConfigType, Password
+from connect.api.errors import ConfigException
+from connect.runtime.connector_config import ConnectorConfigValidator, key_definition
+from connect.runtime.herder import (
+    BadRequestError,
+    ConnectorState,
+    ConnectorStateInfo,
+    ConnectorTaskId,
+    ConnectorType,
+    Herder,
+    NotFoundError,
+    PluginDesc,
+    State,
+    TaskState,
+)
+from connect.runtime.plugins import PluginRegistry, connector_type
+from connect.runtime.status import StatusStore
+
+__all__ = ["AbstractHerder"]
+
+log = logging.getLogger(__name__)
+
+_PLUGIN_KINDS = ("source", "sink", "converter", "header_converter", "transformation", "predicate")
+
+
+class AbstractHerder(Herder):
+    def __init__(self, worker_id: str, plugins: PluginRegistry, status: StatusStore) -> None:
+        self._worker_id = worker_id
+        self.plugins = plugins
+        self.status = status
+        self.validator = ConnectorConfigValidator(plugins)
+        self._password_keys: dict[tuple, frozenset[str]] = {}
+
+    @property
+    def worker_id(self) -> str:
+        return self._worker_id
+
+    # --- secrets -------------------------------------------------------------------------------------
+    def password_keys(self, config: Mapping[str, str]) -> frozenset[str]:
+        cache_key = tuple(sorted((k, v) for k, v in config.items() if k == "connector.class" or k.endswith(".type")
+                                 or k in ("transforms", "predicates")))
+        keys = self._password_keys.get(cache_key)
+        if keys is None:
+            definition = self.validator.validate(config).definition
+            keys = frozenset(k.name for k in definition.config_keys.values() if k.type is ConfigType.PASSWORD)
+            self._password_keys[cache_key] = keys
+        return keys
+
+    def mask(self, config: Mapping[str, str]) -> dict[str, str]:
+        hidden = self.password_keys(config)
+        return {k: (Password.HIDDEN if k in hidden and v else v) for k, v in config.items()}
+
+    def unmask(self, new: Mapping[str, str], old: Mapping[str, str] | None) -> dict[str, str]:
+        """A PUT of what GET showed keeps the stored secret instead of storing ``[hidden]``."""
+        out = dict(new)
+        if old:
+            for key in self.password_keys(new):
+                if out.get(key) == Password.HIDDEN and key in old:
+                    out[key] = old[key]
+        return out
+
+    # --- validation --------------------------------------------------------------------------------------
+    def validate_or_raise(self, config: Mapping[str, str]) -> None:
+        result = self.validator.validate(config)
+        if result.error_count:
+            raise BadRequestError(result.error_message())
+
+    def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
+        return self.validator.validate(config).to_config_infos()
+
+    def connector_type_of(self, config: Mapping[str, str] | None) -> ConnectorType:
+        if not config:
+            return ConnectorType.UNKNOWN
+        try:
+            info = self.plugins.lookup(config.get("connector.class", ""))
+        except ConfigException:
+            return ConnectorType.UNKNOWN
+        if info is None or info.type not in ("source", "sink"):
+            return ConnectorType.UNKNOWN
+        return ConnectorType(connector_type(info.cls))
+
+    # --- plugins -------------------------------------------------------------------------------------------------
+    def connector_plugins(self, connectors_only: bool = True) -> list[PluginDesc]:
+        kinds = ("source", "sink") if connectors_only else _PLUGIN_KINDS
+        return [PluginDesc(p.full_name, p.type, p.version) for p in self.plugins.plugins(kinds)]
+
+    def connector_plugin_config(self, plugin: str) -> list[dict[str, Any]]:
+        try:
+            info = self.plugins.lookup(plugin)
+        except ConfigException as exc:
+            raise BadRequestError(str(exc)) from exc
+        if info is None or info.type not in _PLUGIN_KINDS:
+            raise NotFoundError(f"Unknown plugin {plugin}.")
+        try:
+            definition = info.cls().config()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is the plugin's problem, reported as such
+            raise BadRequestError(f"Could not read the config definition of {plugin}: {exc}") from exc
+        return [key_definition(k) for k in definition.config_keys.values() if not k.internal]
+
+    # --- status ------------------------------------------------------------------------------------------------------
+    def build_status(self, name: str, config: Mapping[str, str], task_count: int,
+                     metrics: Mapping[ConnectorTaskId, Mapping[str, int | float]] | None = None) -> ConnectorStateInfo:
+        cs = self.status.connector(name)
+        connector = ConnectorState(cs.state, cs.worker_id, cs.trace) if cs else ConnectorState(State.UNASSIGNED,
+                                                                                                 self.worker_id)
+        tasks = []
+        statuses = self.status.tasks(name)
+        for i in range(task_count):
+            tid = ConnectorTaskId(name, i)
+            ts = statuses.get(tid)
+            m = (metrics or {}).get(tid)
+            if ts is None:
+                tasks.append(TaskState(i, State.UNASSIGNED, self.worker_id, None, m))
+            else:
+                tasks.append(TaskState(i, ts.state, ts.worker_id, ts.trace, m))
+        return ConnectorStateInfo(name, connector, tuple(tasks), self.connector_type_of(config))

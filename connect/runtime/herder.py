@@ -1,0 +1,297 @@
+"""The Herder interface: everything a REST server (or a CLI) may ask of a worker cluster.
+
+The REST layer talks only to this interface. Standalone and distributed
+herders implement it. Calls are synchronous and raise HerderError subclasses
+whose ``status`` is the HTTP status the REST layer answers with.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "AlreadyExistsError",
+    "BadRequestError",
+    "ConflictError",
+    "ConnectorInfo",
+    "ConnectorOffset",
+    "ConnectorState",
+    "ConnectorStateInfo",
+    "ConnectorTaskId",
+    "ConnectorType",
+    "Herder",
+    "HerderError",
+    "NotFoundError",
+    "PluginDesc",
+    "State",
+    "TargetState",
+    "TaskInfo",
+    "TaskState",
+]
+
+
+class HerderError(Exception):
+    status = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class BadRequestError(HerderError):
+    status = 400
+
+
+class NotFoundError(HerderError):
+    status = 404
+
+
+class AlreadyExistsError(HerderError):
+    status = 409
+
+
+class ConflictError(HerderError):
+    """A rebalance is in progress or no leader is known; the client should retry."""
+
+    status = 409
+
+
+class NotLeaderError(HerderError):
+    """This worker is not the leader; ``leader_url`` is where the request must go."""
+
+    status = 409
+
+    def __init__(self, message: str, leader_url: str | None) -> None:
+        super().__init__(message)
+        self.leader_url = leader_url
+
+
+class TargetState(enum.Enum):
+    STARTED = "STARTED"
+    PAUSED = "PAUSED"
+    STOPPED = "STOPPED"
+
+
+class State(enum.Enum):
+    UNASSIGNED = "UNASSIGNED"
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    FAILED = "FAILED"
+    RESTARTING = "RESTARTING"
+    STOPPED = "STOPPED"
+    DESTROYED = "DESTROYED"
+
+
+class ConnectorType(enum.Enum):
+    SOURCE = "source"
+    SINK = "sink"
+    UNKNOWN = "unknown"
+
+
+@attrs.frozen(order=True)
+class ConnectorTaskId:
+    connector: str
+    task: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"connector": self.connector, "task": self.task}
+
+    def __str__(self) -> str:
+        return f"{self.connector}-{self.task}"
+
+
+@attrs.frozen
+class ConnectorInfo:
+    name: str
+    config: Mapping[str, str]
+    tasks: tuple[ConnectorTaskId, ...]
+    type: ConnectorType
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "config": dict(self.config),
+            "tasks": [t.to_json() for t in self.tasks],
+            "type": self.type.value,
+        }
+
+
+@attrs.frozen
+class ConnectorState:
+    state: State
+    worker_id: str
+    trace: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"state": self.state.value, "worker_id": self.worker_id}
+        if self.trace:
+            body["trace"] = self.trace
+        return body
+
+
+@attrs.frozen
+class TaskState:
+    id: int
+    state: State
+    worker_id: str
+    trace: str | None = None
+    # Headrace extension: per-task record counters (records failed, skipped, retried, sent to the DLQ, ...)
+    metrics: Mapping[str, int | float] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"id": self.id, "state": self.state.value, "worker_id": self.worker_id}
+        if self.trace:
+            body["trace"] = self.trace
+        if self.metrics:
+            body["metrics"] = dict(self.metrics)
+        return body
+
+
+@attrs.frozen
+class ConnectorStateInfo:
+    name: str
+    connector: ConnectorState
+    tasks: tuple[TaskState, ...]
+    type: ConnectorType
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "connector": self.connector.to_json(),
+            "tasks": [t.to_json() for t in self.tasks],
+            "type": self.type.value,
+        }
+
+
+@attrs.frozen
+class TaskInfo:
+    id: ConnectorTaskId
+    config: Mapping[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id.to_json(), "config": dict(self.config)}
+
+
+@attrs.frozen
+class ConnectorOffset:
+    partition: Mapping[str, Any]
+    offset: Mapping[str, Any] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"partition": dict(self.partition), "offset": None if self.offset is None else dict(self.offset)}
+
+
+@attrs.frozen
+class PluginDesc:
+    class_name: str
+    type: str  # source, sink, converter, header_converter, transformation, predicate
+    version: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"class": self.class_name, "type": self.type, "version": self.version}
+
+
+class Herder(abc.ABC):
+    """Manages connectors for a worker (standalone) or a cluster of workers (distributed)."""
+
+    # --- identity and health -------------------------------------------------------------
+    @property
+    @abc.abstractmethod
+    def worker_id(self) -> str: ...
+
+    @abc.abstractmethod
+    def kafka_cluster_id(self) -> str: ...
+
+    @abc.abstractmethod
+    def is_ready(self) -> bool:
+        """False while the herder is still starting (REST /health answers 503)."""
+
+    @abc.abstractmethod
+    def health_problem(self) -> str | None:
+        """None when healthy; otherwise why not (REST /health answers 500)."""
+
+    # --- connectors ----------------------------------------------------------------------
+    @abc.abstractmethod
+    def connectors(self) -> list[str]: ...
+
+    @abc.abstractmethod
+    def connector_info(self, name: str) -> ConnectorInfo: ...
+
+    @abc.abstractmethod
+    def connector_config(self, name: str) -> dict[str, str]:
+        """The stored config with PASSWORD values shown as ``[hidden]``."""
+
+    @abc.abstractmethod
+    def put_connector_config(
+        self,
+        name: str,
+        config: Mapping[str, str],
+        allow_replace: bool,
+        initial_state: TargetState | None = None,
+    ) -> tuple[bool, ConnectorInfo]:
+        """Create or update; returns (created, info). BadRequestError for an invalid config."""
+
+    @abc.abstractmethod
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> ConnectorInfo: ...
+
+    @abc.abstractmethod
+    def delete_connector(self, name: str) -> None: ...
+
+    @abc.abstractmethod
+    def connector_status(self, name: str) -> ConnectorStateInfo: ...
+
+    @abc.abstractmethod
+    def task_status(self, task: ConnectorTaskId) -> TaskState: ...
+
+    @abc.abstractmethod
+    def task_configs(self, name: str) -> list[TaskInfo]: ...
+
+    @abc.abstractmethod
+    def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> ConnectorStateInfo | None:
+        """None when only the connector was restarted (REST 204), else the state with RESTARTING targets."""
+
+    @abc.abstractmethod
+    def restart_task(self, task: ConnectorTaskId) -> None: ...
+
+    @abc.abstractmethod
+    def pause_connector(self, name: str) -> None: ...
+
+    @abc.abstractmethod
+    def resume_connector(self, name: str) -> None: ...
+
+    @abc.abstractmethod
+    def stop_connector(self, name: str) -> None: ...
+
+    # --- topics and offsets ----------------------------------------------------------------
+    @abc.abstractmethod
+    def connector_active_topics(self, name: str) -> list[str]: ...
+
+    @abc.abstractmethod
+    def reset_connector_active_topics(self, name: str) -> None: ...
+
+    @abc.abstractmethod
+    def connector_offsets(self, name: str) -> list[ConnectorOffset]: ...
+
+    @abc.abstractmethod
+    def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> str:
+        """Only when STOPPED (else BadRequestError); returns the message for the 200 body."""
+
+    @abc.abstractmethod
+    def reset_connector_offsets(self, name: str) -> str: ...
+
+    # --- plugins and validation -------------------------------------------------------------
+    @abc.abstractmethod
+    def connector_plugins(self, connectors_only: bool = True) -> list[PluginDesc]: ...
+
+    @abc.abstractmethod
+    def connector_plugin_config(self, plugin: str) -> list[dict[str, Any]]:
+        """Config key definitions (the ``definition`` shape of validate) for a plugin class or alias."""
+
+    @abc.abstractmethod
+    def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
+        """The ConfigInfos body: ``{"name","error_count","groups","configs":[...]}``."""

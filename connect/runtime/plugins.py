@@ -1,0 +1,210 @@
+"""Plugin discovery and class-name resolution.
+
+Plugins are found in two ways: Python entry points in the ``headrace.plugins``
+group (each names a module) and ``plugin.path`` folders (every ``.py`` file
+and package in them). Every concrete Connector, Converter, HeaderConverter,
+Transformation, Predicate and ConfigProvider class in those modules is
+registered, including nested classes such as ``InsertField.Value``.
+
+A class resolves by its full Python name, by a suffix of it (so Kafka's
+``org.apache.kafka.connect.transforms.InsertField$Value`` finds our
+``InsertField.Value``, with ``$`` read as ``.``) and, for connectors, by the
+name without its ``Connector`` suffix (``FileStreamSource``) — the aliases
+Kafka Connect users already write.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import logging
+import sys
+from collections.abc import Iterable
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
+
+import attrs
+
+from connect.api.config_provider import ConfigProvider
+from connect.api.connector import Connector, SinkConnector, SourceConnector
+from connect.api.converter import Converter, HeaderConverter
+from connect.api.errors import ConfigException
+from connect.api.transform import Predicate, Transformation
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "headrace.plugins"
+
+# order matters: the first matching base names the plugin type
+_PLUGIN_TYPES: tuple[tuple[type, str], ...] = (
+    (SourceConnector, "source"),
+    (SinkConnector, "sink"),
+    (Converter, "converter"),
+    (HeaderConverter, "header_converter"),
+    (Transformation, "transformation"),
+    (Predicate, "predicate"),
+    (ConfigProvider, "config_provider"),
+)
+
+
+@attrs.frozen
+class PluginInfo:
+    cls: type
+    type: str
+    full_name: str
+
+    @property
+    def version(self) -> str:
+        try:
+            return str(self.cls().version())  # type: ignore[call-arg]
+        except Exception:  # a plugin whose constructor or version() fails still lists
+            return "unknown"
+
+
+def plugin_type(cls: type) -> str | None:
+    for base, name in _PLUGIN_TYPES:
+        if issubclass(cls, base):
+            return name
+    return None
+
+
+class PluginRegistry:
+    def __init__(self, plugin_path: Iterable[str] = (), use_entry_points: bool = True) -> None:
+        self._by_name: dict[str, PluginInfo] = {}
+        self._aliases: dict[str, set[str]] = {}
+        if use_entry_points:
+            for ep in entry_points(group=ENTRY_POINT_GROUP):
+                try:
+                    self.scan_module(importlib.import_module(ep.value.split(":")[0]))
+                except Exception as exc:
+                    log.error("Cannot load plugin entry point %s=%s: %s", ep.name, ep.value, exc)
+        for folder in plugin_path:
+            if folder.strip():
+                self.scan_folder(Path(folder.strip()))
+
+    # --- discovery ----------------------------------------------------------------------
+    def scan_folder(self, folder: Path) -> None:
+        if not folder.exists():
+            log.warning("plugin.path entry %s does not exist", folder)
+            return
+        candidates = [folder] if folder.is_file() else sorted(folder.iterdir())
+        for path in candidates:
+            if path.name.startswith((".", "_")):
+                continue
+            if path.suffix == ".py" or (path.is_dir() and (path / "__init__.py").exists()):
+                self._import_path(path)
+
+    def _import_path(self, path: Path) -> None:
+        name = f"headrace_plugin_path.{path.stem}"
+        location = path / "__init__.py" if path.is_dir() else path
+        spec = importlib.util.spec_from_file_location(
+            name, location, submodule_search_locations=[str(path)] if path.is_dir() else None
+        )
+        if spec is None or spec.loader is None:
+            return
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            log.error("Cannot load plugin module %s: %s", path, exc)
+            del sys.modules[name]
+            return
+        log.info("Loaded plugins from %s", path)
+        self.scan_module(module)
+
+    def scan_module(self, module: ModuleType) -> None:
+        names = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
+        for attr in names:
+            obj = getattr(module, attr, None)
+            if inspect.isclass(obj):
+                self._register_tree(obj)
+
+    def _register_tree(self, cls: type) -> None:
+        self.register(cls)
+        for value in vars(cls).values():
+            if inspect.isclass(value) and value.__qualname__.startswith(cls.__qualname__ + "."):
+                self._register_tree(value)
+
+    def register(self, cls: type) -> PluginInfo | None:
+        kind = plugin_type(cls)
+        if kind is None or inspect.isabstract(cls):
+            return None
+        full = f"{cls.__module__}.{cls.__qualname__}"
+        if full in self._by_name:
+            return self._by_name[full]
+        info = PluginInfo(cls, kind, full)
+        self._by_name[full] = info
+        parts = full.split(".")
+        for i in range(1, len(parts)):
+            self._aliases.setdefault(".".join(parts[i:]), set()).add(full)
+        if kind in ("source", "sink") and cls.__qualname__.endswith("Connector"):
+            self._aliases.setdefault(cls.__qualname__[: -len("Connector")], set()).add(full)
+        return info
+
+    # --- lookup ----------------------------------------------------------------------------
+    def plugins(self, kinds: Iterable[str] | None = None) -> list[PluginInfo]:
+        wanted = set(kinds) if kinds is not None else None
+        return sorted(
+            (p for p in self._by_name.values() if wanted is None or p.type in wanted), key=lambda p: p.full_name
+        )
+
+    def lookup(self, name: str) -> PluginInfo | None:
+        """The plugin a class name or alias names, or None."""
+        key = name.strip().replace("$", ".")
+        if key in self._by_name:
+            return self._by_name[key]
+        parts = key.split(".")
+        for i in range(len(parts)):
+            matches = self._aliases.get(".".join(parts[i:]))
+            if matches:
+                if len(matches) > 1:
+                    raise ConfigException(
+                        message=f"Class name {name} is ambiguous: it may mean any of {', '.join(sorted(matches))}"
+                    )
+                return self._by_name[next(iter(matches))]
+        return self._import_by_name(key)
+
+    def _import_by_name(self, key: str) -> PluginInfo | None:
+        module_name, _, qualname = key.rpartition(".")
+        while module_name:
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError:
+                module_name, _, head = module_name.rpartition(".")
+                qualname = f"{head}.{qualname}"
+                continue
+            obj: object = module
+            for part in qualname.split("."):
+                obj = getattr(obj, part, None)
+            return self.register(obj) if inspect.isclass(obj) else None
+        return None
+
+    def resolve(self, name: str, kind: str | tuple[str, ...], config_key: str) -> type:
+        """The class for ``name``, checked to be of ``kind``; ConfigException naming ``config_key`` otherwise."""
+        kinds = (kind,) if isinstance(kind, str) else kind
+        info = self.lookup(name) if name and name.strip() else None
+        if info is None:
+            raise ConfigException(config_key, name, f"Class {name} could not be found among the installed plugins")
+        if info.type not in kinds:
+            raise ConfigException(config_key, name, f"{info.full_name} is a {info.type}, not a {' or '.join(kinds)}")
+        return info.cls
+
+    def new_instance(self, name: str, kind: str | tuple[str, ...], config_key: str) -> object:
+        cls = self.resolve(name, kind, config_key)
+        try:
+            return cls()
+        except Exception as exc:
+            raise ConfigException(config_key, name, f"cannot instantiate {cls.__qualname__}: {exc}") from exc
+
+
+def connector_type(cls: type) -> str:
+    if issubclass(cls, SourceConnector):
+        return "source"
+    if issubclass(cls, SinkConnector):
+        return "sink"
+    if issubclass(cls, Connector):
+        return "unknown"
+    raise TypeError(f"{cls} is not a connector")

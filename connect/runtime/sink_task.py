@@ -1,0 +1,293 @@
+"""WorkerSinkTask: consume from the log, convert, transform, ``put``, and commit what the task flushed.
+
+The consumer is a member of group ``connect-<connector>``; partition
+assignment drives SinkTask.open/close. Offsets are committed every
+``offset.flush.interval.ms`` (or on ``request_commit``), after
+``pre_commit`` says what is durable, so after a crash at most the records
+consumed since the last commit are delivered again.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from connect.api.connector import SinkTask, SinkTaskContext
+from connect.api.errors import ConnectException, RetriableException
+from connect.api.headers import ConnectHeaders, Header
+from connect.api.records import SinkRecord, TimestampType
+from connect.api.topic_partition import TopicPartition
+from connect.log.api import Consumer, ConsumerRecord, FetchedBatch, RebalanceListener
+from connect.runtime.errors import Stage
+from connect.runtime.worker_task import WorkerTask
+
+__all__ = ["WorkerSinkTask"]
+
+log = logging.getLogger(__name__)
+
+_TS_TYPES = {0: TimestampType.CREATE_TIME, 1: TimestampType.LOG_APPEND_TIME}
+
+
+class _Context(SinkTaskContext):
+    def __init__(self, owner: WorkerSinkTask) -> None:
+        self._owner = owner
+        self.rewinds: dict[TopicPartition, int] = {}
+        self.timeout_ms = 0
+        self.commit_requested = False
+
+    def configs(self) -> Mapping[str, str]:
+        return self._owner.task_config
+
+    def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self.rewinds.update(offsets)
+
+    def timeout(self, timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._owner.consumer.assignment()
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self._owner.consumer.pause(list(partitions))
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        if not self._owner.is_paused:
+            self._owner.consumer.resume(list(partitions))
+
+    def request_commit(self) -> None:
+        self.commit_requested = True
+
+
+class _Rebalance(RebalanceListener):
+    def __init__(self, owner: WorkerSinkTask) -> None:
+        self._owner = owner
+
+    def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None:
+        self._owner.on_assigned(partitions)
+
+    def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None:
+        self._owner.on_revoked(partitions, lost=False)
+
+    def on_partitions_lost(self, partitions: list[TopicPartition]) -> None:
+        self._owner.on_revoked(partitions, lost=True)
+
+
+class WorkerSinkTask(WorkerTask):
+    def __init__(self, *args: Any, task: SinkTask, consumer: Consumer, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.task = task
+        self.consumer = consumer
+        self.context = _Context(self)
+        self.max_records = int(self.connector_config.get("consumer.override.max.poll.records")
+                               or self.worker_config.get("consumer.max.poll.records", 500))
+        self._current: dict[TopicPartition, int] = {}
+        self._committed: dict[TopicPartition, int] = {}
+        self._next_commit = time.monotonic() + self.offset_flush_interval
+        self.records_put = 0
+
+    # --- WorkerTask ------------------------------------------------------------------------------
+    def initialize_and_start(self) -> None:
+        self.task.initialize(self.context)
+        self.task.start(self.task_config)
+        topics = [t.strip() for t in str(self.task_config.get("topics", "")).split(",") if t.strip()]
+        regex = str(self.task_config.get("topics.regex", "") or "").strip()
+        if regex:
+            self.consumer.subscribe(pattern=re.compile(regex), listener=_Rebalance(self))
+        else:
+            self.consumer.subscribe(topics=topics, listener=_Rebalance(self))
+        log.info("%s Sink task subscribed to %s", self, f"pattern {regex}" if regex else topics)
+
+    def execute(self) -> None:
+        while not self.is_stopping:
+            if self.is_paused:
+                self._pause_all()
+                self.consumer.poll(0.2, 1)  # keeps group membership alive while paused
+                with self._state_changed:
+                    if self.is_paused and not self.is_stopping:
+                        self._state_changed.wait(0.5)
+                continue
+            self._resume_all()
+            self.iteration()
+        self.commit_offsets(closing=True)
+
+    def close(self) -> None:
+        try:
+            assigned = list(self.consumer.assignment())
+            if assigned:
+                self.task.close(assigned)
+        except Exception:  # noqa: BLE001
+            log.exception("%s Error closing sink task partitions", self)
+        try:
+            self.task.stop()
+        except Exception:  # noqa: BLE001
+            log.exception("%s Error stopping sink task", self)
+        if self.errors.dlq is not None:
+            try:
+                self.errors.dlq.producer.close(self.offset_flush_timeout)
+            except Exception:  # noqa: BLE001
+                log.exception("%s Error closing the dead letter queue producer", self)
+        try:
+            self.consumer.close()
+        except Exception:  # noqa: BLE001
+            log.exception("%s Error closing consumer", self)
+
+    # --- one loop turn ------------------------------------------------------------------------------
+    def iteration(self) -> None:
+        self._apply_rewinds()
+        batches = self.consumer.poll(0.5, self.max_records)
+        if batches:
+            records = self._convert_batches(batches)
+            self._deliver(records)
+            for batch in batches:
+                self._current[TopicPartition(batch.topic, batch.partition)] = batch.next_offset
+        if self.context.commit_requested or time.monotonic() >= self._next_commit:
+            self.context.commit_requested = False
+            self.commit_offsets()
+
+    def _deliver(self, records: list[SinkRecord]) -> None:
+        """``put`` the batch; a RetriableException redelivers it after the task's timeout."""
+        while True:
+            try:
+                self.task.put(records)
+                self.records_put += len(records)
+                return
+            except RetriableException as exc:
+                self.errors.metrics.retries += 1
+                wait_ms = self.context.timeout_ms or 1000
+                log.warning("%s RetriableException from SinkTask.put, redelivering %d records in %d ms: %s", self,
+                            len(records), wait_ms, exc)
+                if self.errors.stop_event.wait(wait_ms / 1000):
+                    raise ConnectException("Task stopped while retrying put") from exc
+            except Exception as exc:
+                raise ConnectException(
+                    f"Exiting WorkerSinkTask due to unrecoverable exception from SinkTask.put: {exc}") from exc
+
+    def _convert_batches(self, batches: Sequence[FetchedBatch]) -> list[SinkRecord]:
+        out: list[SinkRecord] = []
+        append = out.append
+        chain = self.chain
+        key_conv = self.converters.key.to_connect_data
+        value_conv = self.converters.value.to_connect_data
+        for batch in batches:
+            topic = batch.topic
+            partition = batch.partition
+            keys, values, stamps = batch.keys, batch.values, batch.timestamps
+            hdrs = batch.headers
+            ts_type = _TS_TYPES.get(batch.timestamp_type, TimestampType.CREATE_TIME)
+            for i, offset in enumerate(batch.offsets):
+                stage = Stage.HEADER_CONVERTER
+                try:
+                    headers = self._convert_headers(topic, hdrs[i]) if hdrs is not None and hdrs[i] else None
+                    stage = Stage.KEY_CONVERTER
+                    k = key_conv(topic, keys[i], headers)
+                    stage = Stage.VALUE_CONVERTER
+                    v = value_conv(topic, values[i], headers)
+                    record = SinkRecord(topic, partition, k.schema, k.value, v.schema, v.value, offset, stamps[i],
+                                        ts_type, headers)
+                    if chain is not None:
+                        stage = Stage.TRANSFORMATION
+                        record = chain.apply(record)
+                        if record is None:
+                            continue
+                except Exception as exc:  # noqa: BLE001 - failures go through the error handler
+                    consumed = ConsumerRecord(topic, partition, offset, stamps[i], keys[i], values[i],
+                                              hdrs[i] if hdrs is not None else (), batch.timestamp_type)
+                    record = self.errors.retry(stage, self._plugin_class(stage),
+                                               lambda c=consumed: self._convert_one(c), exc, consumed=consumed)
+                    if record is None:
+                        continue
+                append(record)
+        return out
+
+    def _convert_one(self, c: ConsumerRecord) -> SinkRecord | None:
+        headers = self._convert_headers(c.topic, c.headers) if c.headers else None
+        k = self.converters.key.to_connect_data(c.topic, c.key, headers)
+        v = self.converters.value.to_connect_data(c.topic, c.value, headers)
+        record = SinkRecord(c.topic, c.partition, k.schema, k.value, v.schema, v.value, c.offset, c.timestamp,
+                            _TS_TYPES.get(c.timestamp_type, TimestampType.CREATE_TIME), headers)
+        return self.chain.apply(record) if self.chain is not None else record  # type: ignore[return-value]
+
+    def _convert_headers(self, topic: str, raw: Sequence[tuple[str, bytes | None]]) -> ConnectHeaders:
+        conv = self.converters.header.to_connect_header
+        return ConnectHeaders([Header(k, *conv(topic, k, v)) for k, v in raw])
+
+    def _plugin_class(self, stage: Stage) -> str:
+        if stage is Stage.TRANSFORMATION and self.chain is not None and self.chain.failed_stage is not None:
+            return type(self.chain.failed_stage.transform).__qualname__
+        conv = {Stage.KEY_CONVERTER: self.converters.key, Stage.VALUE_CONVERTER: self.converters.value,
+                Stage.HEADER_CONVERTER: self.converters.header}.get(stage)
+        return type(conv).__qualname__ if conv is not None else type(self.task).__qualname__
+
+    # --- partitions and offsets ------------------------------------------------------------------------------
+    def on_assigned(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            position = self.consumer.position(tp)
+            self._current[tp] = position
+            self._committed[tp] = position
+            self.status.add_topic(self.id.connector, tp.topic)
+        log.info("%s Partitions assigned: %s", self, ", ".join(map(str, partitions)))
+        self.task.open(partitions)
+        if self.is_paused:
+            self.consumer.pause(partitions)
+
+    def on_revoked(self, partitions: list[TopicPartition], lost: bool) -> None:
+        if not lost:
+            self.commit_offsets(only=partitions)
+        log.info("%s Partitions %s: %s", self, "lost" if lost else "revoked", ", ".join(map(str, partitions)))
+        self.task.close(partitions)
+        for tp in partitions:
+            self._current.pop(tp, None)
+            self._committed.pop(tp, None)
+
+    def _apply_rewinds(self) -> None:
+        if not self.context.rewinds:
+            return
+        rewinds, self.context.rewinds = self.context.rewinds, {}
+        assigned = self.consumer.assignment()
+        for tp, offset in rewinds.items():
+            if tp in assigned:
+                log.info("%s Rewinding %s to offset %d", self, tp, offset)
+                self.consumer.seek(tp, offset)
+                self._current[tp] = offset
+
+    def _pause_all(self) -> None:
+        assigned = list(self.consumer.assignment())
+        if assigned:
+            self.consumer.pause(assigned)
+
+    def _resume_all(self) -> None:
+        assigned = list(self.consumer.assignment())
+        if assigned:
+            self.consumer.resume(assigned)
+
+    def commit_offsets(self, closing: bool = False, only: Collection[TopicPartition] | None = None) -> None:
+        self._next_commit = time.monotonic() + self.offset_flush_interval
+        current = {tp: off for tp, off in self._current.items() if only is None or tp in only}
+        if not current:
+            return
+        started = time.monotonic()
+        try:
+            if self.errors.dlq is not None:
+                self.errors.dlq.flush(self.offset_flush_timeout)
+            committable = dict(self.task.pre_commit(dict(current)))
+        except Exception as exc:  # noqa: BLE001 - the task could not flush: rewind to what is committed
+            log.error("%s Commit of offsets threw an unexpected exception: %s; rewinding to the last committed "
+                      "offsets", self, exc)
+            for tp, off in self._committed.items():
+                if tp in current:
+                    self.consumer.seek(tp, off)
+                    self._current[tp] = off
+            if closing:
+                return
+            return
+        to_commit = {tp: off for tp, off in committable.items()
+                     if tp in current and off is not None and self._committed.get(tp) != off}
+        if not to_commit:
+            return
+        self.consumer.commit(to_commit)
+        self._committed.update(to_commit)
+        log.info("%s Committed offsets for %d partition(s) in %.0f ms (%d records put so far)", self, len(to_commit),
+                 (time.monotonic() - started) * 1000, self.records_put)

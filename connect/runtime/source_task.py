@@ -1,0 +1,242 @@
+"""WorkerSourceTask: poll a SourceTask, transform, convert, append to the log, commit offsets.
+
+Offsets are at-least-once: every ``offset.flush.interval.ms`` the task
+flushes its producer (waits until the log acknowledged everything sent so
+far) and only then stores the latest source offset of every partition it has
+sent. After a crash, at most the records sent since the last offset flush
+are produced again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from connect.api.connector import OffsetStorageReader, RecordMetadata, SourceTask, SourceTaskContext
+from connect.api.errors import ConnectException
+from connect.api.records import SourceRecord
+from connect.log.api import Admin, LogError, NewTopic, Producer
+from connect.runtime.errors import Stage
+from connect.runtime.offsets import OffsetStore, offset_key
+from connect.runtime.worker_task import WorkerTask
+
+__all__ = ["WorkerSourceTask"]
+
+log = logging.getLogger(__name__)
+
+
+class _Context(SourceTaskContext):
+    def __init__(self, configs: Mapping[str, str], reader: OffsetStorageReader) -> None:
+        self._configs = configs
+        self._reader = reader
+
+    def configs(self) -> Mapping[str, str]:
+        return self._configs
+
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        return self._reader
+
+
+class WorkerSourceTask(WorkerTask):
+    def __init__(self, *args: Any, task: SourceTask, producer: Producer, admin: Admin | None,
+                 offset_store: OffsetStore, offset_reader: OffsetStorageReader, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.task = task
+        self.producer = producer
+        self.admin = admin
+        self.offset_store = offset_store
+        self.offset_reader = offset_reader
+        self._pending: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+        self._last_partition: object = None
+        self._last_key = ""
+        self._send_error: LogError | None = None
+        self._known_topics: set[str] = set()
+        self._commit_record_hook = type(task).commit_record is not SourceTask.commit_record
+        self._task_stop_lock = threading.Lock()
+        self._task_stopped = False
+        self.records_sent = 0
+        self.topic_creation = self._topic_creation_settings()
+
+    # --- WorkerTask ----------------------------------------------------------------------
+    def initialize_and_start(self) -> None:
+        self.task.initialize(_Context(self.task_config, self.offset_reader))
+        self.task.start(self.task_config)
+
+    def execute(self) -> None:
+        next_flush = time.monotonic() + self.offset_flush_interval
+        batch: list[SourceRecord] | None = None
+        while not self.is_stopping:
+            if self.is_paused:
+                self.commit_offsets()
+                if not self.await_unpaused():
+                    break
+                continue
+            if batch is None:
+                batch = self.task.poll()
+            if batch:
+                self._send(batch)
+            batch = None
+            self.producer.poll(0)
+            if self._send_error is not None:
+                raise ConnectException(f"Unrecoverable exception from producer send callback: {self._send_error}")
+            if time.monotonic() >= next_flush:
+                self.commit_offsets()
+                next_flush = time.monotonic() + self.offset_flush_interval
+        self.commit_offsets()
+
+    def close(self) -> None:
+        self._stop_plugin()
+        try:
+            self.producer.close(self.offset_flush_timeout)
+        except Exception:  # noqa: BLE001
+            log.exception("%s Error closing producer", self)
+
+    def _signal_stop(self) -> None:
+        # SourceTask.stop may be called from another thread to interrupt a blocking poll
+        self._stop_plugin()
+
+    def _stop_plugin(self) -> None:
+        with self._task_stop_lock:
+            if self._task_stopped:
+                return
+            self._task_stopped = True
+        try:
+            self.task.stop()
+        except Exception:  # noqa: BLE001
+            log.exception("%s Error stopping source task", self)
+
+    # --- sending ---------------------------------------------------------------------------------
+    def _send(self, records: list[SourceRecord]) -> None:
+        chain = self.chain
+        key_conv = self.converters.key.from_connect_data
+        value_conv = self.converters.value.from_connect_data
+        send = self.producer.send
+        known = self._known_topics
+        for record in records:
+            stage = Stage.TRANSFORMATION
+            try:
+                out = chain.apply(record) if chain is not None else record
+                if out is not None:
+                    stage = Stage.KEY_CONVERTER
+                    key = key_conv(out.topic, out.key_schema, out.key, out.headers)
+                    stage = Stage.VALUE_CONVERTER
+                    value = value_conv(out.topic, out.value_schema, out.value, out.headers)
+                    stage = Stage.HEADER_CONVERTER
+                    headers = self._convert_headers(out) if out.headers else None
+            except Exception as exc:  # noqa: BLE001 - failures go through the error handler
+                converted = self.errors.retry(stage, self._plugin_class(stage), lambda r=record: self._convert(r),
+                                              exc, source_record=record)
+                if converted is None:
+                    self._mark_processed(record)
+                    continue
+                out, key, value, headers = converted
+            if out is None:
+                self._mark_processed(record)
+                if self._commit_record_hook:
+                    self.task.commit_record(record, None)
+                continue
+            if out.topic not in known:
+                self._ensure_topic(out.topic)
+            callback = self._callback_for(record) if self._commit_record_hook else self._on_delivery
+            send(out.topic, value, key, out.kafka_partition, out.timestamp, headers, callback)
+            self._mark_processed(record)
+        self.records_sent += len(records)
+
+    def _convert(self, record: SourceRecord) -> tuple[Any, bytes | None, bytes | None, Any] | None:
+        out = self.chain.apply(record) if self.chain is not None else record
+        if out is None:
+            return None
+        key = self.converters.key.from_connect_data(out.topic, out.key_schema, out.key, out.headers)
+        value = self.converters.value.from_connect_data(out.topic, out.value_schema, out.value, out.headers)
+        return out, key, value, (self._convert_headers(out) if out.headers else None)
+
+    def _convert_headers(self, record: SourceRecord) -> tuple[tuple[str, bytes | None], ...]:
+        conv = self.converters.header.from_connect_header
+        return tuple((h.key, conv(record.topic, h.key, h.schema, h.value)) for h in record.headers)
+
+    def _plugin_class(self, stage: Stage) -> str:
+        if stage is Stage.TRANSFORMATION and self.chain is not None and self.chain.failed_stage is not None:
+            return type(self.chain.failed_stage.transform).__qualname__
+        conv = {Stage.KEY_CONVERTER: self.converters.key, Stage.VALUE_CONVERTER: self.converters.value,
+                Stage.HEADER_CONVERTER: self.converters.header}.get(stage)
+        return type(conv).__qualname__ if conv is not None else type(self.task).__qualname__
+
+    def _mark_processed(self, record: SourceRecord) -> None:
+        partition = record.source_partition
+        if partition is None or record.source_offset is None:
+            return
+        if partition is not self._last_partition:
+            self._last_partition = partition
+            self._last_key = offset_key(self.id.connector, partition)
+        self._pending[self._last_key] = (partition, record.source_offset)
+
+    def _on_delivery(self, err: LogError | None, _metadata: object) -> None:
+        if err is not None and self._send_error is None:
+            self._send_error = err
+
+    def _callback_for(self, record: SourceRecord):  # noqa: ANN202 - a delivery callback
+        def on_delivery(err: LogError | None, metadata: Any) -> None:
+            if err is not None:
+                self._on_delivery(err, metadata)
+                return
+            self.task.commit_record(record, RecordMetadata(metadata.topic, metadata.partition, metadata.offset,
+                                                           metadata.timestamp))
+        return on_delivery
+
+    # --- topic creation ---------------------------------------------------------------------------
+    def _topic_creation_settings(self) -> dict[str, Any] | None:
+        cfg = self.connector_config
+        if str(self.worker_config.get("topic.creation.enable", "true")).lower() != "true":
+            return None
+        prefix = "topic.creation.default."
+        if prefix + "partitions" not in cfg and prefix + "replication.factor" not in cfg:
+            return None
+        return {k[len(prefix):]: v for k, v in cfg.items() if k.startswith(prefix)}
+
+    def _ensure_topic(self, topic: str) -> None:
+        self._known_topics.add(topic)
+        self.status.add_topic(self.id.connector, topic)
+        if self.topic_creation is None or self.admin is None:
+            return
+        settings = dict(self.topic_creation)
+        partitions = int(settings.pop("partitions", 1))
+        replication = int(settings.pop("replication.factor", -1))
+        try:
+            self.admin.create_topic(NewTopic(topic, partitions, replication, {k: str(v) for k, v in settings.items()}),
+                                    exist_ok=True)
+            log.info("%s Ensured topic '%s' exists (partitions=%d, replication.factor=%d)", self, topic, partitions,
+                     replication)
+        except LogError as exc:
+            raise ConnectException(f"Could not create topic {topic}: {exc}") from exc
+
+    # --- offsets ----------------------------------------------------------------------------------------
+    def commit_offsets(self) -> bool:
+        """Wait for the log to acknowledge everything sent, then store the offsets it covers."""
+        snapshot = self._pending
+        started = time.monotonic()
+        remaining = self.producer.flush(self.offset_flush_timeout)
+        if self._send_error is not None:
+            raise ConnectException(f"Unrecoverable exception from producer send callback: {self._send_error}")
+        if remaining:
+            log.error("%s Failed to flush, timed out while waiting for %d records to be acknowledged", self, remaining)
+            return False
+        if not snapshot:
+            return True
+        self._pending = {}
+        try:
+            self.offset_store.put_raw_pairs(self.id.connector, snapshot)
+        except Exception as exc:  # noqa: BLE001 - keep the offsets for the next attempt
+            for key, value in snapshot.items():
+                self._pending.setdefault(key, value)
+            log.error("%s Failed to commit offsets: %s", self, exc)
+            return False
+        try:
+            self.task.commit()
+        except Exception:  # noqa: BLE001
+            log.exception("%s Exception thrown while calling task.commit()", self)
+        log.info("%s Committed offsets for %d source partition(s) in %.0f ms (%d records sent so far)", self,
+                 len(snapshot), (time.monotonic() - started) * 1000, self.records_sent)
+        return True

@@ -1,0 +1,385 @@
+"""StandaloneHerder: one worker runs every connector; configs persist in the config topic.
+
+Unlike Kafka Connect's standalone mode, connectors created over REST survive
+a restart: their configs and target states live in a compacted config topic
+(``config.storage.topic``) of the worker's log, in Kafka Connect's formats.
+Connector files given on the command line are (re)applied at every start.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from connect.api.errors import ConfigException
+from connect.api.topic_partition import TopicPartition
+from connect.log.api import LogError
+from connect.runtime.abstract_herder import AbstractHerder
+from connect.runtime.config_store import ConfigTopicStore
+from connect.runtime.herder import (
+    AlreadyExistsError,
+    BadRequestError,
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorStateInfo,
+    ConnectorTaskId,
+    ConnectorType,
+    HerderError,
+    NotFoundError,
+    State,
+    TargetState,
+    TaskInfo,
+    TaskState,
+)
+from connect.runtime.status import TaskStatus
+from connect.runtime.worker import Worker
+
+__all__ = ["StandaloneHerder"]
+
+log = logging.getLogger(__name__)
+
+STOPPED_REQUIRED = (
+    "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the "
+    "specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
+)
+
+
+class StandaloneHerder(AbstractHerder):
+    def __init__(self, worker: Worker, config_store: ConfigTopicStore) -> None:
+        super().__init__(worker.worker_id, worker.plugins, worker.status)
+        self.worker = worker
+        self.store = config_store
+        self._lock = threading.RLock()
+        self._ready = threading.Event()
+        self._cluster_id: str | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.store.start()
+        snapshot = self.store.snapshot
+        for name in sorted(snapshot.connectors):
+            log.info("[%s] Restoring connector from config topic (target state %s)", name,
+                     snapshot.target_state(name).value)
+            self._start_connector(name)
+        self._ready.set()
+
+    def stop(self) -> None:
+        with self._lock:
+            self.worker.stop()
+            self.store.stop()
+
+    def is_ready(self) -> bool:
+        return self._ready.is_set()
+
+    def health_problem(self) -> str | None:
+        return None
+
+    def kafka_cluster_id(self) -> str:
+        if self._cluster_id is None:
+            self._cluster_id = self.worker.admin.cluster_id()
+        return self._cluster_id
+
+    # --- internals -----------------------------------------------------------------------------------------------
+    def _config(self, name: str) -> dict[str, str]:
+        config = self.store.snapshot.connectors.get(name)
+        if config is None:
+            raise NotFoundError(f"Connector {name} not found")
+        return config
+
+    def _start_connector(self, name: str) -> None:
+        config = self.store.snapshot.connectors[name]
+        target = self.store.snapshot.target_state(name)
+        if self.worker.start_connector(name, config, target, self._request_reconfiguration):
+            if target is TargetState.STOPPED:
+                if self.store.snapshot.task_configs.get(name):
+                    self.store.put_task_configs(name, [])
+            else:
+                self._update_task_configs(name)
+                self._start_tasks(name)
+
+    def _update_task_configs(self, name: str) -> bool:
+        """Ask the connector for task configs; store them if they changed. True when they did."""
+        config = self.store.snapshot.connectors[name]
+        max_tasks = int(config.get("tasks.max", 1))
+        new = self.worker.connector_task_configs(name, max_tasks)
+        if new == self.store.snapshot.task_configs.get(name):
+            return False
+        self.store.put_task_configs(name, new)
+        return True
+
+    def _start_tasks(self, name: str) -> None:
+        config = self.store.snapshot.connectors[name]
+        target = self.store.snapshot.target_state(name)
+        for i, task_config in enumerate(self.store.snapshot.task_configs.get(name, [])):
+            self.worker.start_task(ConnectorTaskId(name, i), config, task_config, target)
+
+    def _stop_connector_and_tasks(self, name: str) -> None:
+        self.worker.stop_tasks(self.worker.task_ids(name))
+        self.worker.stop_connector(name)
+
+    def _request_reconfiguration(self, name: str) -> None:
+        # called from a connector's own thread; runs the reconfiguration off it
+        threading.Thread(target=self._reconfigure, args=(name,), name=f"reconfigure-{name}", daemon=True).start()
+
+    def _reconfigure(self, name: str) -> None:
+        with self._lock:
+            if name not in self.store.snapshot.connectors:
+                return
+            if self.store.snapshot.target_state(name) is TargetState.STOPPED:
+                return
+            if self._update_task_configs(name):
+                log.info("[%s] Task configs changed; restarting tasks", name)
+                self.worker.stop_tasks(self.worker.task_ids(name))
+                self._start_tasks(name)
+
+    def _info(self, name: str) -> ConnectorInfo:
+        config = self._config(name)
+        tasks = tuple(ConnectorTaskId(name, i) for i in range(len(self.store.snapshot.task_configs.get(name, []))))
+        return ConnectorInfo(name, self.mask(config), tasks, self.connector_type_of(config))
+
+    # --- Herder: connectors -------------------------------------------------------------------------------------
+    def connectors(self) -> list[str]:
+        return sorted(self.store.snapshot.connectors)
+
+    def connector_info(self, name: str) -> ConnectorInfo:
+        with self._lock:
+            return self._info(name)
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        with self._lock:
+            return self.mask(self._config(name))
+
+    def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool,
+                             initial_state: TargetState | None = None) -> tuple[bool, ConnectorInfo]:
+        with self._lock:
+            existing = self.store.snapshot.connectors.get(name)
+            if existing is not None and not allow_replace:
+                raise AlreadyExistsError(f"Connector {name} already exists")
+            config = self.unmask({**config, "name": name} if "name" not in config else config, existing)
+            if config.get("name") != name:
+                raise BadRequestError(
+                    f"Connector name configuration ({config.get('name')}) doesn't match connector name in the URL "
+                    f"({name})")
+            self.validate_or_raise(config)
+            if existing is not None:
+                self._stop_connector_and_tasks(name)
+                self.store.put_connector_config(name, config)
+            else:
+                self.store.put_connector_config(name, config, initial_state or TargetState.STARTED)
+            log.info("[%s] Connector config %s", name, "updated" if existing is not None else "created")
+            self._start_connector(name)
+            return existing is None, self._info(name)
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> ConnectorInfo:
+        with self._lock:
+            config = dict(self._config(name))
+            for key, value in patch.items():
+                if value is None:
+                    config.pop(key, None)
+                else:
+                    config[key] = value
+            return self.put_connector_config(name, config, allow_replace=True)[1]
+
+    def delete_connector(self, name: str) -> None:
+        with self._lock:
+            self._config(name)
+            self._stop_connector_and_tasks(name)
+            self.store.remove_connector(name)
+            self.status.remove_connector(name)
+            log.info("[%s] Connector deleted", name)
+
+    def connector_status(self, name: str) -> ConnectorStateInfo:
+        config = self._config(name)
+        count = len(self.store.snapshot.task_configs.get(name, []))
+        metrics = {tid: m for tid in self.worker.task_ids(name) if (m := self.worker.task_metrics(tid)) is not None}
+        return self.build_status(name, config, count, metrics)
+
+    def task_status(self, task: ConnectorTaskId) -> TaskState:
+        status = self.connector_status(task.connector)
+        for t in status.tasks:
+            if t.id == task.task:
+                return t
+        raise NotFoundError(f"No status found for task {task}")
+
+    def task_configs(self, name: str) -> list[TaskInfo]:
+        self._config(name)
+        return [TaskInfo(ConnectorTaskId(name, i), self.mask(cfg))
+                for i, cfg in enumerate(self.store.snapshot.task_configs.get(name, []))]
+
+    def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> ConnectorStateInfo | None:
+        with self._lock:
+            config = self._config(name)
+            if not include_tasks and not only_failed:
+                self._restart_connector_instance(name)
+                return None
+            before = self.connector_status(name)
+            restart_connector = not only_failed or before.connector.state is State.FAILED
+            tasks = [ConnectorTaskId(name, t.id) for t in before.tasks
+                     if include_tasks and (not only_failed or t.state is State.FAILED)]
+            plan = ConnectorStateInfo(
+                name,
+                before.connector if not restart_connector else type(before.connector)(State.RESTARTING,
+                                                                                        before.connector.worker_id),
+                tuple(TaskState(t.id, State.RESTARTING, t.worker_id) if ConnectorTaskId(name, t.id) in tasks else t
+                      for t in before.tasks),
+                before.type,
+            )
+            if restart_connector:
+                self.worker.stop_tasks(tasks)
+                self.worker.stop_connector(name)
+                self.worker.start_connector(name, config, self.store.snapshot.target_state(name),
+                                            self._request_reconfiguration)
+            else:
+                self.worker.stop_tasks(tasks)
+            self._start_task_ids(name, tasks)
+            return plan
+
+    def _restart_connector_instance(self, name: str) -> None:
+        config = self._config(name)
+        self.worker.stop_connector(name)
+        self.worker.start_connector(name, config, self.store.snapshot.target_state(name), self._request_reconfiguration)
+
+    def _start_task_ids(self, name: str, tasks: list[ConnectorTaskId]) -> None:
+        config = self.store.snapshot.connectors[name]
+        target = self.store.snapshot.target_state(name)
+        task_configs = self.store.snapshot.task_configs.get(name, [])
+        for tid in tasks:
+            if tid.task < len(task_configs) and target is not TargetState.STOPPED:
+                self.worker.start_task(tid, config, task_configs[tid.task], target)
+
+    def restart_task(self, task: ConnectorTaskId) -> None:
+        with self._lock:
+            self._config(task.connector)
+            if task.task >= len(self.store.snapshot.task_configs.get(task.connector, [])):
+                raise NotFoundError(f"Task {task} not found")
+            self.worker.stop_tasks([task])
+            self._start_task_ids(task.connector, [task])
+
+    def pause_connector(self, name: str) -> None:
+        with self._lock:
+            self._config(name)
+            if self.store.snapshot.target_state(name) is TargetState.STOPPED:
+                # Kafka pauses a stopped connector by moving it to PAUSED, starting its tasks paused
+                self.store.put_target_state(name, TargetState.PAUSED)
+                self._restart_from_stopped(name)
+                return
+            self.store.put_target_state(name, TargetState.PAUSED)
+            self.worker.set_connector_target_state(name, TargetState.PAUSED)
+            log.info("[%s] Connector paused", name)
+
+    def resume_connector(self, name: str) -> None:
+        with self._lock:
+            self._config(name)
+            was = self.store.snapshot.target_state(name)
+            self.store.put_target_state(name, TargetState.STARTED)
+            if was is TargetState.STOPPED:
+                self._restart_from_stopped(name)
+            else:
+                self.worker.set_connector_target_state(name, TargetState.STARTED)
+            log.info("[%s] Connector resumed", name)
+
+    def _restart_from_stopped(self, name: str) -> None:
+        self.worker.stop_connector(name)
+        self._start_connector(name)
+
+    def stop_connector(self, name: str) -> None:
+        with self._lock:
+            self._config(name)
+            self.store.put_target_state(name, TargetState.STOPPED)
+            self.worker.stop_tasks(self.worker.task_ids(name))
+            for tid in list(self.status.tasks(name)):
+                self.status.remove_task(tid)
+            self.store.put_task_configs(name, [])
+            self.worker.set_connector_target_state(name, TargetState.STOPPED)
+            log.info("[%s] Connector stopped", name)
+
+    # --- topics and offsets ----------------------------------------------------------------------------------------
+    def connector_active_topics(self, name: str) -> list[str]:
+        self._config(name)
+        return self.status.topics(name)
+
+    def reset_connector_active_topics(self, name: str) -> None:
+        self._config(name)
+        self.status.reset_topics(name)
+
+    def connector_offsets(self, name: str) -> list[ConnectorOffset]:
+        config = self._config(name)
+        if self.connector_type_of(config) is ConnectorType.SINK:
+            offsets = self.worker.admin.list_group_offsets(f"connect-{name}")
+            return [ConnectorOffset({"kafka_topic": tp.topic, "kafka_partition": tp.partition}, {"kafka_offset": off})
+                    for tp, off in sorted(offsets.items())]
+        return [ConnectorOffset(p, o) for p, o in self.worker.offset_store.connector_offsets(name)]
+
+    def _require_stopped(self, name: str) -> dict[str, str]:
+        config = self._config(name)
+        status = self.status.connector(name)
+        if self.store.snapshot.target_state(name) is not TargetState.STOPPED or (
+                status is not None and status.state is not State.STOPPED):
+            raise BadRequestError(STOPPED_REQUIRED.replace("{name}", name))
+        return config
+
+    def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> str:
+        with self._lock:
+            config = self._require_stopped(name)
+            if self.connector_type_of(config) is ConnectorType.SINK:
+                self._alter_sink_offsets(name, offsets)
+            else:
+                for entry in offsets:
+                    if not isinstance(entry.partition, Mapping) or not entry.partition:
+                        raise BadRequestError("Source partitions may not be null or empty")
+                    if entry.offset is not None and not isinstance(entry.offset, Mapping):
+                        raise BadRequestError("Source offsets must be maps or null")
+                self.worker.offset_store.put(name, [(e.partition, e.offset) for e in offsets])
+            log.info("[%s] Offsets altered for %d partition(s)", name, len(offsets))
+            return "The offsets for this connector have been altered successfully"
+
+    def _alter_sink_offsets(self, name: str, offsets: list[ConnectorOffset]) -> None:
+        changes: dict[TopicPartition, int | None] = {}
+        for entry in offsets:
+            topic = entry.partition.get("kafka_topic")
+            partition = entry.partition.get("kafka_partition")
+            if not isinstance(topic, str) or not topic:
+                raise BadRequestError("Kafka topic names must be valid strings and may not be null")
+            if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
+                raise BadRequestError("Kafka partitions must be valid numbers and may not be null")
+            if entry.offset is None:
+                changes[TopicPartition(topic, partition)] = None
+                continue
+            value = entry.offset.get("kafka_offset")
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise BadRequestError("Kafka offsets must be valid numbers and may not be null or negative")
+            changes[TopicPartition(topic, partition)] = value
+        try:
+            self.worker.admin.alter_group_offsets(f"connect-{name}", changes)
+        except LogError as exc:
+            raise HerderError(f"Failed to alter consumer group offsets for connector {name}: {exc}") from exc
+
+    def reset_connector_offsets(self, name: str) -> str:
+        with self._lock:
+            config = self._require_stopped(name)
+            if self.connector_type_of(config) is ConnectorType.SINK:
+                try:
+                    self.worker.admin.delete_group(f"connect-{name}")
+                except LogError as exc:
+                    raise HerderError(f"Failed to reset offsets for connector {name}: {exc}") from exc
+            else:
+                self.worker.offset_store.reset(name)
+            log.info("[%s] Offsets reset", name)
+            return "The offsets for this connector have been reset successfully"
+
+    # --- used by the CLI -------------------------------------------------------------------------------------------------
+    def apply_connector_file(self, config: Mapping[str, str]) -> ConnectorInfo:
+        """Create or replace a connector from a config file given on the command line."""
+        name = config.get("name", "").strip()
+        if not name:
+            raise ConfigException("name", None, 'Missing required configuration "name" which has no default value.')
+        return self.put_connector_config(name, config, allow_replace=True)[1]
+
+    def task_metrics(self) -> dict[str, Any]:
+        return {str(t): self.worker.task_metrics(t) for t in self.worker.task_ids()}
+
+
+def failed_status(worker_id: str, trace: str) -> TaskStatus:
+    return TaskStatus(State.FAILED, worker_id, trace)

@@ -1,0 +1,87 @@
+"""Connector and task status, as the herder reports it."""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+
+import attrs
+
+from connect.runtime.herder import ConnectorTaskId, State
+
+__all__ = ["StatusStore", "TaskStatus", "format_trace"]
+
+
+def format_trace(error: BaseException) -> str:
+    return "".join(traceback.format_exception(error)).rstrip()
+
+
+@attrs.frozen
+class TaskStatus:
+    state: State
+    worker_id: str
+    trace: str | None = None
+    generation: int = 0
+
+
+StatusListener = Callable[[str, ConnectorTaskId | None, TaskStatus | None], None]
+
+
+class StatusStore:
+    """In-memory status map; a distributed herder mirrors it to the status topic via ``listeners``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._connectors: dict[str, TaskStatus] = {}
+        self._tasks: dict[ConnectorTaskId, TaskStatus] = {}
+        self._topics: dict[str, set[str]] = {}
+        self.listeners: list[StatusListener] = []
+
+    def put_connector(self, name: str, status: TaskStatus) -> None:
+        with self._lock:
+            self._connectors[name] = status
+        for listener in self.listeners:
+            listener(name, None, status)
+
+    def put_task(self, task: ConnectorTaskId, status: TaskStatus) -> None:
+        with self._lock:
+            self._tasks[task] = status
+        for listener in self.listeners:
+            listener(task.connector, task, status)
+
+    def connector(self, name: str) -> TaskStatus | None:
+        with self._lock:
+            return self._connectors.get(name)
+
+    def task(self, task: ConnectorTaskId) -> TaskStatus | None:
+        with self._lock:
+            return self._tasks.get(task)
+
+    def tasks(self, name: str) -> Mapping[ConnectorTaskId, TaskStatus]:
+        with self._lock:
+            return {t: s for t, s in self._tasks.items() if t.connector == name}
+
+    def add_topic(self, connector: str, topic: str) -> None:
+        """Record that ``connector`` used ``topic`` (GET /connectors/{c}/topics)."""
+        with self._lock:
+            self._topics.setdefault(connector, set()).add(topic)
+
+    def topics(self, connector: str) -> list[str]:
+        with self._lock:
+            return sorted(self._topics.get(connector, ()))
+
+    def reset_topics(self, connector: str) -> None:
+        with self._lock:
+            self._topics.pop(connector, None)
+
+    def remove_task(self, task: ConnectorTaskId) -> None:
+        with self._lock:
+            self._tasks.pop(task, None)
+
+    def remove_connector(self, name: str) -> None:
+        with self._lock:
+            self._connectors.pop(name, None)
+            self._topics.pop(name, None)
+            for task in [t for t in self._tasks if t.connector == name]:
+                del self._tasks[task]

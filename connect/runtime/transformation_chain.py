@@ -1,0 +1,76 @@
+"""The ordered transforms of a connector, each optionally gated by a (negated) predicate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from connect.api.records import ConnectRecord
+from connect.api.transform import Predicate, Transformation
+from connect.runtime.plugins import PluginRegistry
+
+__all__ = ["TransformationChain", "build_chain"]
+
+
+@attrs.frozen
+class TransformStage:
+    alias: str
+    transform: Transformation
+    predicate: Predicate | None = None
+    negate: bool = False
+
+    @property
+    def class_name(self) -> str:
+        return type(self.transform).__qualname__
+
+
+class TransformationChain:
+    def __init__(self, stages: list[TransformStage]) -> None:
+        self.stages = stages
+        self.failed_stage: TransformStage | None = None
+
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
+        """The transformed record, or None when a transform dropped it."""
+        for stage in self.stages:
+            self.failed_stage = stage
+            if stage.predicate is not None and stage.predicate.test(record) == stage.negate:
+                continue
+            record = stage.transform.apply(record)
+            if record is None:
+                return None
+        self.failed_stage = None
+        return record
+
+    def close(self) -> None:
+        for stage in self.stages:
+            stage.transform.close()
+            if stage.predicate is not None:
+                stage.predicate.close()
+
+
+def _sub_configs(config: Mapping[str, Any], prefix: str, exclude: set[str]) -> dict[str, Any]:
+    return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and k[len(prefix):] not in exclude}
+
+
+def build_chain(plugins: PluginRegistry, config: Mapping[str, Any]) -> TransformationChain | None:
+    """Instantiate and configure the chain a connector config describes; None when it has no transforms."""
+    aliases = [a.strip() for a in str(config.get("transforms") or "").split(",") if a.strip()]
+    if not aliases:
+        return None
+    predicates: dict[str, Predicate] = {}
+    for alias in [a.strip() for a in str(config.get("predicates") or "").split(",") if a.strip()]:
+        prefix = f"predicates.{alias}."
+        predicate = plugins.new_instance(str(config.get(prefix + "type", "")), "predicate", prefix + "type")
+        predicate.configure(_sub_configs(config, prefix, {"type"}))  # type: ignore[attr-defined]
+        predicates[alias] = predicate  # type: ignore[assignment]
+    stages = []
+    for alias in aliases:
+        prefix = f"transforms.{alias}."
+        transform = plugins.new_instance(str(config.get(prefix + "type", "")), "transformation", prefix + "type")
+        transform.configure(_sub_configs(config, prefix, {"type", "predicate", "negate"}))  # type: ignore[attr-defined]
+        pred_alias = config.get(prefix + "predicate") or None
+        negate = str(config.get(prefix + "negate", "false")).lower() == "true"
+        stages.append(TransformStage(alias, transform, predicates.get(pred_alias) if pred_alias else None, negate))  # type: ignore[arg-type]
+    return TransformationChain(stages)

@@ -1,0 +1,353 @@
+"""The Worker: starts and stops connector instances and tasks on this process.
+
+A herder decides *what* runs (configs, target states, task assignment); the
+Worker knows *how*: instantiating plugins, wiring converters, transforms,
+error handling and log clients, and running each task in its own thread.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from connect.api.connector import (
+    Connector,
+    ConnectorContext,
+    OffsetStorageReader,
+    SinkConnector,
+    SinkConnectorContext,
+    SinkTask,
+    SourceConnector,
+    SourceConnectorContext,
+    SourceTask,
+)
+from connect.api.converter import Converter, HeaderConverter
+from connect.api.errors import ConfigException, ConnectException
+from connect.log.api import LogBackend
+from connect.runtime.config_transformer import ConfigTransformer
+from connect.runtime.errors import DeadLetterQueueReporter, ErrorHandler, ErrorMetrics
+from connect.runtime.herder import ConnectorTaskId, State, TargetState
+from connect.runtime.offsets import ConnectorOffsetReader, OffsetStore
+from connect.runtime.plugins import PluginRegistry
+from connect.runtime.sink_task import WorkerSinkTask
+from connect.runtime.source_task import WorkerSourceTask
+from connect.runtime.status import StatusStore, TaskStatus, format_trace
+from connect.runtime.transformation_chain import build_chain
+from connect.runtime.worker_config import WorkerConfig
+from connect.runtime.worker_task import TaskConverters, WorkerTask
+
+__all__ = ["Worker"]
+
+log = logging.getLogger(__name__)
+
+
+class _ConnectorContext(SourceConnectorContext, SinkConnectorContext):
+    def __init__(self, worker: Worker, name: str, on_reconfigure: Callable[[str], None]) -> None:
+        self._worker = worker
+        self._name = name
+        self._on_reconfigure = on_reconfigure
+
+    def request_task_reconfiguration(self) -> None:
+        self._on_reconfigure(self._name)
+
+    def raise_error(self, error: BaseException) -> None:
+        self._worker.fail_connector(self._name, error)
+
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        return ConnectorOffsetReader(self._worker.offset_store, self._name)
+
+
+class WorkerConnector:
+    """One running connector instance and its target state."""
+
+    def __init__(self, name: str, connector: Connector, config: Mapping[str, str], context: ConnectorContext) -> None:
+        self.name = name
+        self.connector = connector
+        self.config = dict(config)
+        self.context = context
+        self.started = False
+
+    @property
+    def is_sink(self) -> bool:
+        return isinstance(self.connector, SinkConnector)
+
+
+class Worker:
+    def __init__(
+        self,
+        worker_id: str,
+        config: WorkerConfig,
+        plugins: PluginRegistry,
+        backend: LogBackend,
+        offset_store: OffsetStore,
+        status: StatusStore,
+    ) -> None:
+        self.worker_id = worker_id
+        self.config = config
+        self.plugins = plugins
+        self.backend = backend
+        self.offset_store = offset_store
+        self.status = status
+        self.config_transformer = ConfigTransformer(plugins, config.originals)
+        self._lock = threading.RLock()
+        self._connectors: dict[str, WorkerConnector] = {}
+        self._tasks: dict[ConnectorTaskId, WorkerTask] = {}
+        self._admin = None
+
+    @property
+    def admin(self):  # noqa: ANN201 - lazily made admin client of the topic layer
+        if self._admin is None:
+            self._admin = self.backend.admin()
+        return self._admin
+
+    # --- connectors ------------------------------------------------------------------------------------
+    def start_connector(self, name: str, config: Mapping[str, str], target: TargetState,
+                        on_reconfigure: Callable[[str], None]) -> bool:
+        """Instantiate and (unless STOPPED/PAUSED) start a connector; False if it failed (status says why)."""
+        with self._lock:
+            if name in self._connectors:
+                raise ConnectException(f"Connector {name} already running on this worker")
+            try:
+                connector = self.plugins.new_instance(config.get("connector.class", ""), ("source", "sink"),
+                                                      "connector.class")
+                assert isinstance(connector, Connector)
+                context = _ConnectorContext(self, name, on_reconfigure)
+                wc = WorkerConnector(name, connector, config, context)
+                self._connectors[name] = wc
+                connector.initialize(context)
+                self._apply_connector_state(wc, target)
+                return True
+            except Exception as exc:  # noqa: BLE001 - a connector that fails to start is FAILED, not fatal
+                log.error("[%s] Failed to start connector: %s", name, exc, exc_info=exc)
+                self.status.put_connector(name, TaskStatus(State.FAILED, self.worker_id, format_trace(exc)))
+                return False
+
+    def _apply_connector_state(self, wc: WorkerConnector, target: TargetState) -> None:
+        if target is TargetState.STOPPED:
+            if wc.started:
+                wc.connector.stop()
+                wc.started = False
+            self.status.put_connector(wc.name, TaskStatus(State.STOPPED, self.worker_id))
+            log.info("[%s] Connector is STOPPED", wc.name)
+            return
+        if not wc.started:
+            wc.connector.start(self.config_transformer.transform(wc.config))
+            wc.started = True
+            log.info("[%s] Connector %s started", wc.name, type(wc.connector).__qualname__)
+        state = State.PAUSED if target is TargetState.PAUSED else State.RUNNING
+        self.status.put_connector(wc.name, TaskStatus(state, self.worker_id))
+
+    def set_connector_target_state(self, name: str, target: TargetState) -> None:
+        with self._lock:
+            wc = self._connectors.get(name)
+            if wc is not None:
+                try:
+                    self._apply_connector_state(wc, target)
+                except Exception as exc:  # noqa: BLE001
+                    self.fail_connector(name, exc)
+            for task_id, task in self._tasks.items():
+                if task_id.connector == name and target is not TargetState.STOPPED:
+                    task.transition_to(target)
+                    if not task.is_stopping:
+                        self.status.put_task(task_id, TaskStatus(
+                            State.PAUSED if target is TargetState.PAUSED else State.RUNNING, self.worker_id))
+
+    def fail_connector(self, name: str, error: BaseException) -> None:
+        log.error("[%s] Connector failed: %s", name, error)
+        self.status.put_connector(name, TaskStatus(State.FAILED, self.worker_id, format_trace(error)))
+
+    def stop_connector(self, name: str) -> None:
+        with self._lock:
+            wc = self._connectors.pop(name, None)
+        if wc is None:
+            return
+        if wc.started:
+            try:
+                wc.connector.stop()
+            except Exception:  # noqa: BLE001
+                log.exception("[%s] Error while stopping connector", name)
+        log.info("[%s] Connector stopped", name)
+
+    def is_connector_running(self, name: str) -> bool:
+        with self._lock:
+            wc = self._connectors.get(name)
+            return wc is not None and wc.started
+
+    def connector_task_configs(self, name: str, max_tasks: int) -> list[dict[str, str]]:
+        """Ask the running connector for task configs; adds ``task.class`` and, for sinks, the topics."""
+        with self._lock:
+            wc = self._connectors.get(name)
+        if wc is None or not wc.started:
+            return []
+        configs = wc.connector.task_configs(max_tasks)
+        task_class = wc.connector.task_class()
+        out = []
+        for cfg in configs[:max_tasks] if self._enforce_max(wc) else configs:
+            task_cfg = {str(k): str(v) for k, v in cfg.items()}
+            task_cfg["task.class"] = f"{task_class.__module__}.{task_class.__qualname__}"
+            if wc.is_sink:
+                for key in ("topics", "topics.regex"):
+                    if wc.config.get(key):
+                        task_cfg[key] = wc.config[key]
+            out.append(task_cfg)
+        return out
+
+    @staticmethod
+    def _enforce_max(wc: WorkerConnector) -> bool:
+        return str(wc.config.get("tasks.max.enforce", "true")).lower() == "true"
+
+    def connector_is_sink(self, name: str) -> bool:
+        with self._lock:
+            wc = self._connectors.get(name)
+        return wc is not None and wc.is_sink
+
+    # --- tasks ----------------------------------------------------------------------------------------------
+    def start_task(self, task_id: ConnectorTaskId, connector_config: Mapping[str, str], task_config: Mapping[str, str],
+                   target: TargetState) -> bool:
+        with self._lock:
+            if task_id in self._tasks:
+                raise ConnectException(f"Task {task_id} already running on this worker")
+            try:
+                task = self._build_task(task_id, connector_config, task_config, target)
+            except Exception as exc:  # noqa: BLE001 - the task is FAILED with the reason as its trace
+                log.error("[%s] Failed to start task %s: %s", task_id.connector, task_id, exc, exc_info=exc)
+                self.status.put_task(task_id, TaskStatus(State.FAILED, self.worker_id, format_trace(exc)))
+                return False
+            self._tasks[task_id] = task
+            self.status.put_task(task_id, TaskStatus(State.UNASSIGNED, self.worker_id))
+            task.start()
+            return True
+
+    def _build_task(self, task_id: ConnectorTaskId, connector_config: Mapping[str, str],
+                    task_config: Mapping[str, str], target: TargetState) -> WorkerTask:
+        cc = self.config_transformer.transform(connector_config)
+        tc = self.config_transformer.transform(task_config)
+        task_class_name = tc.get("task.class", "")
+        task = _import_class(task_class_name)()
+        converters = self._converters(cc)
+        chain = build_chain(self.plugins, cc)
+        stop_event = threading.Event()
+        metrics = ErrorMetrics()
+        common = dict(
+            task_id=task_id, worker_id=self.worker_id, connector_config=cc, task_config=tc, converters=converters,
+            chain=chain, status=self.status, target_state=target, worker_config=self.config.originals,
+        )
+        if isinstance(task, SourceTask):
+            producer = self.backend.producer(_prefixed(cc, "producer.override."))
+            dlq = self._dlq(cc, task_id, metrics)
+            errors = ErrorHandler(cc, task_id.connector, task_id.task, stop_event, dlq, metrics)
+            return WorkerSourceTask(task=task, producer=producer, admin=self.admin, offset_store=self.offset_store,
+                                    offset_reader=ConnectorOffsetReader(self.offset_store, task_id.connector),
+                                    errors=errors, **common)  # type: ignore[arg-type]
+        if isinstance(task, SinkTask):
+            consumer_config = {"auto.offset.reset": "earliest", "enable.auto.commit": "false"}
+            consumer_config.update(_prefixed(cc, "consumer.override."))
+            consumer = self.backend.consumer(f"connect-{task_id.connector}", consumer_config)
+            dlq = self._dlq(cc, task_id, metrics)
+            errors = ErrorHandler(cc, task_id.connector, task_id.task, stop_event, dlq, metrics)
+            return WorkerSinkTask(task=task, consumer=consumer, errors=errors, **common)  # type: ignore[arg-type]
+        raise ConfigException("task.class", task_class_name, "not a SourceTask or SinkTask")
+
+    def _dlq(self, cc: Mapping[str, str], task_id: ConnectorTaskId, metrics: ErrorMetrics) -> DeadLetterQueueReporter | None:
+        topic = str(cc.get("errors.deadletterqueue.topic.name", "") or "").strip()
+        if not topic:
+            return None
+        from connect.log.api import NewTopic
+
+        replication = int(cc.get("errors.deadletterqueue.topic.replication.factor", 3))
+        try:
+            self.admin.create_topic(NewTopic(topic, 1, replication), exist_ok=True)
+        except Exception as exc:  # noqa: BLE001 - a cluster with fewer brokers: fall back to its default
+            log.warning("[%s] Could not create DLQ topic %s with replication factor %d (%s); using the default",
+                        task_id.connector, topic, replication, exc)
+            self.admin.create_topic(NewTopic(topic, 1, -1), exist_ok=True)
+        context_headers = str(cc.get("errors.deadletterqueue.context.headers.enable", "false")).lower() == "true"
+        return DeadLetterQueueReporter(self.backend.producer(_prefixed(cc, "producer.override.")), topic,
+                                       task_id.connector, task_id.task, context_headers, metrics)
+
+    def _converters(self, cc: Mapping[str, str]) -> TaskConverters:
+        key = self._converter(cc, "key.converter", True)
+        value = self._converter(cc, "value.converter", False)
+        header = self._header_converter(cc)
+        return TaskConverters(key, value, header)  # type: ignore[arg-type]
+
+    def _converter_source(self, cc: Mapping[str, str], key: str) -> tuple[str, Mapping[str, Any]]:
+        if cc.get(key):
+            return str(cc[key]), cc
+        return str(self.config.originals.get(key) or ""), self.config.originals
+
+    def _converter(self, cc: Mapping[str, str], key: str, is_key: bool) -> Converter:
+        class_name, source = self._converter_source(cc, key)
+        conv = self.plugins.new_instance(class_name, "converter", key)
+        conv.configure(_prefixed(source, key + "."), is_key)  # type: ignore[attr-defined]
+        return conv  # type: ignore[return-value]
+
+    def _header_converter(self, cc: Mapping[str, str]) -> HeaderConverter:
+        class_name, source = self._converter_source(cc, "header.converter")
+        class_name = class_name or "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+        conv = self.plugins.new_instance(class_name, "header_converter", "header.converter")
+        conv.configure(_prefixed(source, "header.converter."))  # type: ignore[attr-defined]
+        return conv  # type: ignore[return-value]
+
+    def stop_tasks(self, task_ids: list[ConnectorTaskId], timeout: float | None = None) -> None:
+        """Signal all, then wait for all (so shutting down N tasks takes one timeout, not N)."""
+        if timeout is None:
+            timeout = int(self.config.originals.get("task.shutdown.graceful.timeout.ms", 5000)) / 1000
+        with self._lock:
+            tasks = [(tid, self._tasks.pop(tid)) for tid in task_ids if tid in self._tasks]
+        for _, task in tasks:
+            task.stop()
+        for tid, task in tasks:
+            if not task.await_stop(timeout):
+                log.error("[%s] Graceful stop of task %s failed: still running after %.1f s", tid.connector, tid,
+                          timeout)
+
+    def task_ids(self, connector: str | None = None) -> list[ConnectorTaskId]:
+        with self._lock:
+            return sorted(t for t in self._tasks if connector is None or t.connector == connector)
+
+    def task_metrics(self, task_id: ConnectorTaskId) -> dict[str, int | float] | None:
+        with self._lock:
+            task = self._tasks.get(task_id)
+        return task.metrics() if task is not None else None
+
+    def connector_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._connectors)
+
+    def stop(self) -> None:
+        self.stop_tasks(self.task_ids())
+        for name in self.connector_names():
+            self.stop_connector(name)
+        if self._admin is not None:
+            self._admin.close()
+
+
+def _prefixed(config: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
+
+
+def _import_class(name: str) -> type:
+    """Import ``package.module.Outer.Inner``: the longest importable module prefix, then attributes."""
+    parts = name.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[split:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            break
+        if isinstance(obj, type):
+            return obj
+        break
+    raise ConfigException("task.class", name, "task class cannot be loaded")
+
+
+def is_source(connector: Connector) -> bool:
+    return isinstance(connector, SourceConnector)

@@ -1,0 +1,115 @@
+"""Worker configuration: the keys of Kafka Connect's WorkerConfig plus Headrace's own."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from connect.api.config import (
+    AbstractConfig,
+    ConfigDef,
+    ConfigType,
+    Importance,
+    Range,
+    ValidString,
+)
+
+__all__ = ["DistributedConfig", "StandaloneConfig", "WorkerConfig", "worker_config_def"]
+
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+
+
+def worker_config_def() -> ConfigDef:
+    d = ConfigDef()
+    d.define("bootstrap.servers", ConfigType.LIST, [], importance=Importance.HIGH,
+             documentation="Kafka brokers to connect to. Empty: use the embedded log under embedded.log.dir.")
+    d.define("embedded.log.dir", ConfigType.STRING, "./headrace-data", importance=Importance.HIGH,
+             documentation="Directory of the embedded log, used when bootstrap.servers is empty.")
+    d.define("key.converter", ConfigType.CLASS, importance=Importance.HIGH,
+             documentation="Converter class for record keys.")
+    d.define("value.converter", ConfigType.CLASS, importance=Importance.HIGH,
+             documentation="Converter class for record values.")
+    d.define("header.converter", ConfigType.CLASS, "org.apache.kafka.connect.storage.SimpleHeaderConverter",
+             importance=Importance.LOW, documentation="HeaderConverter class for record headers.")
+    d.define("task.shutdown.graceful.timeout.ms", ConfigType.LONG, 5000, Range.at_least(0), Importance.LOW,
+             "How long to wait for tasks to stop gracefully.")
+    d.define("offset.flush.interval.ms", ConfigType.LONG, 60000, Range.at_least(0), Importance.LOW,
+             "Interval at which to commit task offsets.")
+    d.define("offset.flush.timeout.ms", ConfigType.LONG, 5000, Range.at_least(0), Importance.LOW,
+             "How long to wait for records to be acknowledged before an offset commit is cancelled.")
+    d.define("plugin.path", ConfigType.LIST, [], importance=Importance.LOW,
+             documentation="Folders of Python plugin modules, comma-separated.")
+    d.define("config.providers", ConfigType.LIST, [], importance=Importance.LOW,
+             documentation="Names of ConfigProviders; each needs config.providers.<name>.class.")
+    d.define("topic.creation.enable", ConfigType.BOOLEAN, True, importance=Importance.LOW,
+             documentation="Whether source connectors may create topics per topic.creation.* settings.")
+    d.define("listeners", ConfigType.LIST, ["http://:8083"], importance=Importance.LOW,
+             documentation="REST listeners, e.g. http://127.0.0.1:8083. Empty list: no REST server.")
+    d.define("rest.advertised.host.name", ConfigType.STRING, None, importance=Importance.LOW)
+    d.define("rest.advertised.port", ConfigType.INT, None, importance=Importance.LOW)
+    d.define("rest.advertised.listener", ConfigType.STRING, None, importance=Importance.LOW)
+    d.define("access.control.allow.origin", ConfigType.STRING, "", importance=Importance.LOW)
+    d.define("access.control.allow.methods", ConfigType.STRING, "", importance=Importance.LOW)
+    d.define("client.id", ConfigType.STRING, "", importance=Importance.LOW)
+    d.define("connector.client.config.override.policy", ConfigType.STRING, "All",
+             ValidString.in_("All", "None", "Principal"), Importance.LOW)
+    d.define("consumer.max.poll.records", ConfigType.INT, 500, Range.at_least(1), Importance.LOW,
+             "Records a sink task asks for per poll (also settable as consumer.max.poll.records).")
+    d.define("exactly.once.source.support", ConfigType.STRING, "disabled",
+             ValidString.in_("disabled", "preparing", "enabled"), Importance.LOW)
+    return d
+
+
+class WorkerConfig(AbstractConfig):
+    DEFINITION = worker_config_def()
+
+    def __init__(self, originals: Mapping[str, Any], definition: ConfigDef | None = None) -> None:
+        super().__init__(definition or self.DEFINITION, originals)
+
+    @property
+    def uses_kafka(self) -> bool:
+        return bool(self.get_list("bootstrap.servers"))
+
+    def backend_config(self) -> dict[str, Any]:
+        """The originals the topic layer needs (client keys and prefixes), with bootstrap normalised."""
+        out = dict(self.originals)
+        out["bootstrap.servers"] = ",".join(self.get_list("bootstrap.servers"))
+        out["embedded.log.dir"] = self.get("embedded.log.dir")
+        return out
+
+
+def _standalone_def() -> ConfigDef:
+    d = ConfigDef(worker_config_def())
+    d.define("offset.storage.file.filename", ConfigType.STRING, importance=Importance.HIGH,
+             documentation="File to store source connector offsets in.")
+    d.define("config.storage.topic", ConfigType.STRING, "connect-configs", importance=Importance.LOW,
+             documentation="Compacted topic that keeps connectors created over REST across restarts.")
+    return d
+
+
+class StandaloneConfig(WorkerConfig):
+    DEFINITION = _standalone_def()
+
+
+def _distributed_def() -> ConfigDef:
+    d = ConfigDef(worker_config_def())
+    d.define("group.id", ConfigType.STRING, importance=Importance.HIGH)
+    d.define("config.storage.topic", ConfigType.STRING, importance=Importance.HIGH)
+    d.define("offset.storage.topic", ConfigType.STRING, importance=Importance.HIGH)
+    d.define("status.storage.topic", ConfigType.STRING, importance=Importance.HIGH)
+    d.define("config.storage.replication.factor", ConfigType.SHORT, 3, importance=Importance.LOW)
+    d.define("offset.storage.replication.factor", ConfigType.SHORT, 3, importance=Importance.LOW)
+    d.define("status.storage.replication.factor", ConfigType.SHORT, 3, importance=Importance.LOW)
+    d.define("offset.storage.partitions", ConfigType.INT, 25, Range.at_least(1), Importance.LOW)
+    d.define("status.storage.partitions", ConfigType.INT, 5, Range.at_least(1), Importance.LOW)
+    d.define("session.timeout.ms", ConfigType.INT, 10000, importance=Importance.HIGH)
+    d.define("heartbeat.interval.ms", ConfigType.INT, 3000, importance=Importance.HIGH)
+    d.define("rebalance.timeout.ms", ConfigType.INT, 60000, importance=Importance.HIGH)
+    d.define("scheduled.rebalance.max.delay.ms", ConfigType.INT, 300000, Range.at_least(0), Importance.LOW)
+    d.define("connect.protocol", ConfigType.STRING, "sessioned",
+             ValidString.in_("eager", "compatible", "sessioned"), Importance.LOW)
+    return d
+
+
+class DistributedConfig(WorkerConfig):
+    DEFINITION = _distributed_def()

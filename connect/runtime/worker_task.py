@@ -1,0 +1,163 @@
+"""The thread and lifecycle shared by WorkerSourceTask and WorkerSinkTask."""
+
+from __future__ import annotations
+
+import abc
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from connect.api.converter import Converter, HeaderConverter
+from connect.runtime.errors import ErrorHandler
+from connect.runtime.herder import ConnectorTaskId, State, TargetState
+from connect.runtime.status import StatusStore, TaskStatus, format_trace
+from connect.runtime.transformation_chain import TransformationChain
+
+__all__ = ["TaskConverters", "WorkerTask"]
+
+log = logging.getLogger(__name__)
+
+
+class TaskConverters:
+    def __init__(self, key: Converter, value: Converter, header: HeaderConverter) -> None:
+        self.key = key
+        self.value = value
+        self.header = header
+
+    def close(self) -> None:
+        for conv in (self.key, self.value, self.header):
+            try:
+                conv.close()
+            except Exception:  # noqa: BLE001 - closing must not mask the task's own outcome
+                log.exception("Error closing converter %s", type(conv).__qualname__)
+
+
+class WorkerTask(abc.ABC):
+    """Runs one task in its own named thread; follows the connector's target state."""
+
+    def __init__(
+        self,
+        task_id: ConnectorTaskId,
+        worker_id: str,
+        connector_config: Mapping[str, Any],
+        task_config: Mapping[str, str],
+        converters: TaskConverters,
+        chain: TransformationChain | None,
+        errors: ErrorHandler,
+        status: StatusStore,
+        target_state: TargetState,
+        worker_config: Mapping[str, Any],
+    ) -> None:
+        self.id = task_id
+        self.worker_id = worker_id
+        self.connector_config = connector_config
+        self.task_config = dict(task_config)
+        self.converters = converters
+        self.chain = chain
+        self.errors = errors
+        self.status = status
+        self.worker_config = worker_config
+        self._stopping = errors.stop_event
+        self._state_changed = threading.Condition()
+        self._target = target_state
+        self._failed = False
+        self._thread = threading.Thread(target=self._run, name=f"task-{task_id}", daemon=True)
+        self.offset_flush_interval = int(worker_config.get("offset.flush.interval.ms", 60000)) / 1000
+        self.offset_flush_timeout = int(worker_config.get("offset.flush.timeout.ms", 5000)) / 1000
+
+    # --- lifecycle, called by the Worker -------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the task to stop; returns at once. ``await_stop`` waits."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        with self._state_changed:
+            self._state_changed.notify_all()
+        self._signal_stop()
+
+    def await_stop(self, timeout: float) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def transition_to(self, state: TargetState) -> None:
+        with self._state_changed:
+            self._target = state
+            self._state_changed.notify_all()
+        self._signal_state_change()
+
+    @property
+    def target_state(self) -> TargetState:
+        return self._target
+
+    @property
+    def is_paused(self) -> bool:
+        return self._target is TargetState.PAUSED
+
+    @property
+    def is_stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def metrics(self) -> dict[str, int | float]:
+        return self.errors.metrics.as_dict()
+
+    # --- to implement ----------------------------------------------------------------------
+    @abc.abstractmethod
+    def initialize_and_start(self) -> None: ...
+
+    @abc.abstractmethod
+    def execute(self) -> None: ...
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release everything; called once in the task thread whatever happened."""
+
+    def _signal_stop(self) -> None:  # noqa: B027 - optional hook
+        """Wake the task thread out of a blocking plugin call, from the stopping thread."""
+
+    def _signal_state_change(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+    # --- helpers -------------------------------------------------------------------------------
+    def await_unpaused(self) -> bool:
+        """Block while paused; False when the task should stop."""
+        with self._state_changed:
+            while self._target is TargetState.PAUSED and not self._stopping.is_set():
+                self._state_changed.wait(1.0)
+        return not self._stopping.is_set()
+
+    def _set_status(self, state: State, trace: str | None = None) -> None:
+        self.status.put_task(self.id, TaskStatus(state, self.worker_id, trace))
+
+    def _run(self) -> None:
+        log.info("%s Starting task", self)
+        try:
+            self.initialize_and_start()
+            if not self._stopping.is_set():
+                self._set_status(State.PAUSED if self.is_paused else State.RUNNING)
+                log.info("%s Task started, state %s", self, "PAUSED" if self.is_paused else "RUNNING")
+                self.execute()
+        except BaseException as exc:  # noqa: BLE001 - any escape fails the task with its trace
+            self._failed = True
+            log.error("%s Task threw an uncaught and unrecoverable exception. Task is being killed and will "
+                      "not recover until manually restarted: %s", self, exc, exc_info=exc)
+            self._set_status(State.FAILED, format_trace(exc))
+        finally:
+            started = time.monotonic()
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001
+                log.exception("%s Error while closing task", self)
+            self.converters.close()
+            if self.chain is not None:
+                self.chain.close()
+            if not self._failed:
+                self._set_status(State.UNASSIGNED)
+            log.info("%s Task stopped (close took %.0f ms)", self, (time.monotonic() - started) * 1000)
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}{{id={self.id}}}"

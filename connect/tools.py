@@ -1,0 +1,256 @@
+"""``headrace`` subcommands: topic admin and console producer/consumer for either log backend.
+
+Each takes the worker config file (``-c``), so the same commands work on the
+embedded log and on Kafka.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from connect.api.topic_partition import TopicPartition
+
+__all__ = ["build_parser"]
+
+
+def _backend(args: argparse.Namespace):  # noqa: ANN202 - a LogBackend
+    from connect.cli import worker_config_for_tools
+    from connect.log import open_log_backend
+
+    props = worker_config_for_tools(args.config, args.bootstrap_server)
+    if not props.get("bootstrap.servers") and args.log_dir:
+        props["embedded.log.dir"] = args.log_dir
+    return open_log_backend(props)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-c", "--config", help="worker .properties file (bootstrap.servers or embedded.log.dir)")
+    p.add_argument("--bootstrap-server", help="Kafka brokers; overrides the worker config")
+    p.add_argument("--log-dir", help="embedded log directory when no Kafka is configured")
+    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO")
+
+
+def _parse_kv(items: list[str] | None, what: str) -> dict[str, str]:
+    from connect.cli import CliError
+
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise CliError(f"{what} '{item}' must be key=value")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v
+    return out
+
+
+# --- topics -----------------------------------------------------------------------------------------------------------
+def _topics_list(args: argparse.Namespace) -> int:
+    backend = _backend(args)
+    admin = backend.admin()
+    try:
+        for name in sorted(admin.list_topics(include_internal=args.include_internal)):
+            print(name)
+    finally:
+        admin.close()
+        backend.close()
+    return 0
+
+
+def _topics_describe(args: argparse.Namespace) -> int:
+    backend = _backend(args)
+    admin = backend.admin()
+    try:
+        names = [args.topic] if args.topic else sorted(admin.list_topics(include_internal=args.include_internal))
+        for name in names:
+            d = admin.describe_topic(name)
+            configs = ",".join(f"{k}={v}" for k, v in sorted(d.configs.items()))
+            print(f"Topic: {d.name}\tPartitionCount: {d.partitions}\tConfigs: {configs}")
+            for p in range(d.partitions):
+                start, end = d.offsets.get(p, (0, 0))
+                print(f"\tTopic: {d.name}\tPartition: {p}\tStartOffset: {start}\tEndOffset: {end}")
+    finally:
+        admin.close()
+        backend.close()
+    return 0
+
+
+def _topics_create(args: argparse.Namespace) -> int:
+    from connect.log.api import NewTopic
+
+    backend = _backend(args)
+    admin = backend.admin()
+    try:
+        admin.create_topic(NewTopic(args.topic, args.partitions, args.replication_factor,
+                                    _parse_kv(args.topic_config, "--config-entry")), exist_ok=args.if_not_exists)
+        print(f"Created topic {args.topic}.")
+    finally:
+        admin.close()
+        backend.close()
+    return 0
+
+
+def _topics_delete(args: argparse.Namespace) -> int:
+    backend = _backend(args)
+    admin = backend.admin()
+    try:
+        admin.delete_topic(args.topic)
+        print(f"Deleted topic {args.topic}.")
+    finally:
+        admin.close()
+        backend.close()
+    return 0
+
+
+# --- console producer / consumer ------------------------------------------------------------------------------------------
+def _console_producer(args: argparse.Namespace) -> int:
+    props = _parse_kv(args.property, "--property")
+    parse_key = props.get("parse.key", "false").lower() == "true"
+    separator = props.get("key.separator", "\t")
+    backend = _backend(args)
+    producer = backend.producer({"acks": "all"})
+    sent = 0
+    try:
+        for line in sys.stdin.buffer:
+            line = line.rstrip(b"\n").rstrip(b"\r")
+            key = None
+            if parse_key:
+                sep = separator.encode()
+                if sep not in line:
+                    print(f"ERROR No key separator found on line {sent + 1}: {line[:80]!r}", file=sys.stderr)
+                    return 1
+                key, line = line.split(sep, 1)
+            producer.send(args.topic, line, key=key)
+            sent += 1
+            if sent % 10000 == 0:
+                producer.poll(0)
+        remaining = producer.flush(30.0)
+        if remaining:
+            print(f"ERROR {remaining} records were not acknowledged", file=sys.stderr)
+            return 2
+    finally:
+        producer.close()
+        backend.close()
+    return 0
+
+
+def _console_consumer(args: argparse.Namespace) -> int:
+    props = _parse_kv(args.property, "--property")
+    print_key = props.get("print.key", "false").lower() == "true"
+    print_offset = props.get("print.offset", "false").lower() == "true"
+    separator = props.get("key.separator", "\t")
+    backend = _backend(args)
+    config: Mapping[str, Any] = {"auto.offset.reset": "earliest" if args.from_beginning else "latest",
+                                 "enable.auto.commit": "false"}
+    consumer = backend.consumer(args.group, config)
+    out = sys.stdout.buffer
+    seen = 0
+    try:
+        if args.group:
+            consumer.subscribe(topics=[args.topic])
+        else:
+            admin = backend.admin()
+            try:
+                partitions = admin.describe_topic(args.topic).partitions
+            finally:
+                admin.close()
+            tps = [TopicPartition(args.topic, p) for p in range(partitions)]
+            consumer.assign(tps)
+            if args.from_beginning:
+                consumer.seek_to_beginning(tps)
+        idle_deadline = time.monotonic() + args.timeout_ms / 1000 if args.timeout_ms else None
+        while args.max_messages is None or seen < args.max_messages:
+            batches = consumer.poll(0.5, 5000)
+            if not batches:
+                if idle_deadline is not None and time.monotonic() > idle_deadline:
+                    break
+                continue
+            if idle_deadline is not None:
+                idle_deadline = time.monotonic() + args.timeout_ms / 1000
+            offsets = {}
+            for batch in batches:
+                for rec in batch.records():
+                    if args.max_messages is not None and seen >= args.max_messages:
+                        break
+                    prefix = b""
+                    if print_offset:
+                        prefix += f"{rec.partition}:{rec.offset}{separator}".encode()
+                    if print_key:
+                        prefix += (rec.key if rec.key is not None else b"null") + separator.encode()
+                    out.write(prefix + (rec.value if rec.value is not None else b"null") + b"\n")
+                    seen += 1
+                    offsets[TopicPartition(rec.topic, rec.partition)] = rec.offset + 1
+            out.flush()
+            if args.group and offsets:
+                consumer.commit(offsets)
+        print(f"Processed a total of {seen} messages", file=sys.stderr)
+    finally:
+        consumer.close()
+        backend.close()
+    return 0
+
+
+def _offsets(args: argparse.Namespace) -> int:
+    backend = _backend(args)
+    admin = backend.admin()
+    try:
+        offsets = admin.list_group_offsets(args.group)
+        print(json.dumps({f"{tp.topic}-{tp.partition}": off for tp, off in sorted(offsets.items())}))
+    finally:
+        admin.close()
+        backend.close()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="headrace", description="Headrace log tools.")
+    sub = parser.add_subparsers(dest="command")
+
+    topics = sub.add_parser("topics", help="list, describe, create or delete topics")
+    tsub = topics.add_subparsers(dest="action")
+    p = tsub.add_parser("list")
+    _common(p)
+    p.add_argument("--include-internal", action="store_true")
+    p.set_defaults(handler=_topics_list)
+    p = tsub.add_parser("describe")
+    _common(p)
+    p.add_argument("--topic")
+    p.add_argument("--include-internal", action="store_true")
+    p.set_defaults(handler=_topics_describe)
+    p = tsub.add_parser("create")
+    _common(p)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partitions", type=int, default=1)
+    p.add_argument("--replication-factor", type=int, default=-1)
+    p.add_argument("--topic-config", "--config-entry", action="append", help="topic config key=value")
+    p.add_argument("--if-not-exists", action="store_true")
+    p.set_defaults(handler=_topics_create)
+    p = tsub.add_parser("delete")
+    _common(p)
+    p.add_argument("--topic", required=True)
+    p.set_defaults(handler=_topics_delete)
+
+    p = sub.add_parser("console-producer", help="send stdin lines to a topic")
+    _common(p)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--property", action="append", help="parse.key=true, key.separator=:")
+    p.set_defaults(handler=_console_producer)
+
+    p = sub.add_parser("console-consumer", help="print a topic's records")
+    _common(p)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--from-beginning", action="store_true")
+    p.add_argument("--group")
+    p.add_argument("--max-messages", type=int)
+    p.add_argument("--timeout-ms", type=int, help="exit after this long without records")
+    p.add_argument("--property", action="append", help="print.key=true, print.offset=true, key.separator=:")
+    p.set_defaults(handler=_console_consumer)
+
+    p = sub.add_parser("group-offsets", help="show a consumer group's committed offsets as JSON")
+    _common(p)
+    p.add_argument("--group", required=True)
+    p.set_defaults(handler=_offsets)
+    return parser

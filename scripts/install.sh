@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs everything Headrace and its test suite need on a fresh Debian machine:
+# the Python package with its test extras, Debian packages, and the Maven-fetched service jars.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
+
+# Debian packages: kcat (an independent Kafka client for interoperability tests) and redis-server.
+need_apt=()
+command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# Service jars (Kafka, ...) from Maven Central into .cache/services; skipped when already there.
+if [ "${HEADRACE_SKIP_SERVICES:-0}" != 1 ] && [ -f services/__main__.py ]; then
+  python3 -m services fetch all
+fi

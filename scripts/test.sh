@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Installs what is needed, then runs the whole test suite (unit and end-to-end against real services).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh
+ruff check .
+python3 -m pytest -q -p no:cacheprovider "$@"

@@ -1,0 +1,184 @@
+"""The Kafka Connect file quickstart on the embedded log, driven through the real CLIs."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from connect.api.topic_partition import TopicPartition
+from connect.log import open_log_backend
+from tests.support import (
+    connect_standalone,
+    line_count,
+    run_cli,
+    wait_until,
+    worker_properties,
+    write_properties,
+)
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _source(tmp: Path, name: str = "local-file-source", file: str = "test.txt", topic: str = "connect-test") -> Path:
+    return write_properties(tmp / f"{name}.properties", {
+        "name": name, "connector.class": "FileStreamSource", "tasks.max": 1, "file": tmp / file, "topic": topic,
+    })
+
+
+def _sink(tmp: Path, name: str = "local-file-sink", file: str = "test.sink.txt", topics: str = "connect-test") -> Path:
+    return write_properties(tmp / f"{name}.properties", {
+        "name": name, "connector.class": "FileStreamSink", "tasks.max": 1, "file": tmp / file, "topics": topics,
+    })
+
+
+def test_quickstart_copies_lines_in_order_to_every_sink(tmp_path):
+    source_file = tmp_path / "test.txt"
+    source_file.write_text("".join(f"line-{i:05d}\n" for i in range(1000)))
+    worker = connect_standalone(tmp_path, worker_properties(tmp_path), _source(tmp_path), _sink(tmp_path),
+                                _sink(tmp_path, "second-sink", "second.sink.txt"))
+    try:
+        wait_until(lambda: line_count(tmp_path / "test.sink.txt") >= 1000, 60, what="first sink")
+        wait_until(lambda: line_count(tmp_path / "second.sink.txt") >= 1000, 60, what="second sink")
+        with open(source_file, "a") as fh:
+            fh.write("".join(f"line-{i:05d}\n" for i in range(1000, 1500)))
+        expected = [f"line-{i:05d}" for i in range(1500)]
+        for sink in ("test.sink.txt", "second.sink.txt"):
+            wait_until(lambda s=sink: line_count(tmp_path / s) >= 1500, 60, what=sink)
+            assert (tmp_path / sink).read_text().splitlines() == expected
+        assert worker.alive()
+    finally:
+        assert worker.terminate() == 0, worker.log()
+    log = worker.log()
+    assert "local-file-source" in log and "Committed offsets" in log
+
+
+def _committed_source_lines(tmp: Path, source_file: Path) -> int:
+    """Lines of the source file covered by the committed source offset."""
+    offsets = json.loads((tmp / "connect.offsets").read_text())["offsets"]
+    position = 0
+    for key, value in offsets.items():
+        name, partition = json.loads(key)
+        if name == "local-file-source" and partition["filename"] == str(source_file):
+            position = json.loads(value)["position"]
+    return source_file.read_bytes()[:position].count(b"\n")
+
+
+def test_kill_9_mid_stream_loses_nothing_and_bounds_duplicates(tmp_path):
+    source_file = tmp_path / "test.txt"
+    source_file.write_text("")
+    total = 60_000
+    written = 0
+    stop_writing = threading.Event()
+
+    def writer() -> None:
+        nonlocal written
+        with open(source_file, "a") as fh:
+            while written < total and not stop_writing.is_set():
+                chunk = "".join(f"line-{i:06d}\n" for i in range(written, min(written + 500, total)))
+                fh.write(chunk)
+                fh.flush()
+                written = min(written + 500, total)
+                time.sleep(0.02)
+
+    worker_cfg = worker_properties(tmp_path)
+    src, snk = _source(tmp_path), _sink(tmp_path)
+    worker = connect_standalone(tmp_path, worker_cfg, src, snk)
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        wait_until(lambda: line_count(tmp_path / "test.sink.txt") > 15_000, 90, what="sink to reach 15000 lines")
+        worker.kill9()
+        # measure what the crash can duplicate: uncommitted source lines and uncommitted sink lines
+        backend = open_log_backend({"embedded.log.dir": str(tmp_path / "data")})
+        admin = backend.admin()
+        topic_end = admin.describe_topic("connect-test").offsets[0][1]
+        sink_committed = admin.list_group_offsets("connect-local-file-sink").get(TopicPartition("connect-test", 0), 0)
+        admin.close()
+        backend.close()
+        source_committed = _committed_source_lines(tmp_path, source_file)
+        sink_lines_at_kill = line_count(tmp_path / "test.sink.txt")
+        bound = (topic_end - source_committed) + (sink_lines_at_kill - sink_committed)
+        assert 0 < source_committed <= topic_end
+        assert sink_committed <= sink_lines_at_kill
+    finally:
+        thread.join()
+    worker = connect_standalone(tmp_path, worker_cfg, src, snk)
+    try:
+        wait_until(lambda: line_count(tmp_path / "test.sink.txt") >= total, 120, what="all lines after restart")
+        time.sleep(1.0)
+    finally:
+        assert worker.terminate() == 0, worker.log()
+    lines = (tmp_path / "test.sink.txt").read_text().splitlines()
+    expected = {f"line-{i:06d}" for i in range(total)}
+    assert expected <= set(lines), f"lost {len(expected - set(lines))} lines"
+    duplicates = len(lines) - len(set(lines))
+    assert duplicates <= bound, f"{duplicates} duplicates exceed the flush-interval bound {bound}"
+    # order is kept apart from the replayed stretch: the last occurrence sequence is increasing
+    last_seen = {line: i for i, line in enumerate(lines)}
+    assert sorted(last_seen, key=last_seen.get) == sorted(expected)
+
+
+def test_torn_segment_tail_is_recovered_by_the_cli_tools(tmp_path):
+    cfg = worker_properties(tmp_path)
+    for part in range(3):
+        data = "".join(f"batch{part}-{i}\n" for i in range(100)).encode()
+        res = run_cli(["headrace", "console-producer", "-c", str(cfg), "--topic", "torn"], input=data)
+        assert res.returncode == 0, res.stderr
+    segment = sorted((tmp_path / "data" / "torn-0").glob("*.log"))[-1]
+    size = segment.stat().st_size
+    with open(segment, "r+b") as fh:
+        fh.truncate(size - 37)  # cut the last batch in the middle
+    res = run_cli(["headrace", "console-consumer", "-c", str(cfg), "--topic", "torn", "--from-beginning",
+                   "--timeout-ms", "1500"])
+    assert res.returncode == 0, res.stderr
+    values = res.stdout.decode().splitlines()
+    assert values == [f"batch{p}-{i}" for p in range(2) for i in range(100)]
+    # appends continue at the right offset after recovery
+    res = run_cli(["headrace", "console-producer", "-c", str(cfg), "--topic", "torn"], input=b"after\n")
+    assert res.returncode == 0, res.stderr
+    res = run_cli(["headrace", "console-consumer", "-c", str(cfg), "--topic", "torn", "--from-beginning",
+                   "--timeout-ms", "1500", "--property", "print.offset=true", "--property", "key.separator=|"])
+    assert res.stdout.decode().splitlines()[-1] == "0:200|after"
+
+
+@pytest.mark.parametrize(
+    ("props", "expect"),
+    [
+        ({"name": "x", "tasks.max": 1, "file": "a.txt", "topic": "t"}, ["connector.class", "Missing required"]),
+        ({"name": "x", "connector.class": "NoSuchConnector", "topic": "t"}, ["connector.class", "NoSuchConnector"]),
+        ({"name": "x", "connector.class": "FileStreamSource", "tasks.max": "abc", "topic": "t"},
+         ["tasks.max", "abc", "Not a number"]),
+        ({"name": "x", "connector.class": "FileStreamSource", "file": "a.txt"}, ["topic", "Missing required"]),
+        ({"name": "x", "connector.class": "FileStreamSink", "file": "a.txt"}, ["topics", "topics.regex"]),
+    ],
+    ids=["missing-class", "unknown-plugin", "bad-type", "missing-required", "sink-without-topics"],
+)
+def test_bad_connector_config_is_refused_at_start_up(tmp_path, props, expect):
+    conn = write_properties(tmp_path / "bad.properties", props)
+    res = run_cli(["connect-standalone", str(worker_properties(tmp_path)), str(conn)], cwd=tmp_path, timeout=60)
+    assert res.returncode != 0
+    err = res.stderr.decode()
+    error_lines = [line for line in err.splitlines() if line.startswith("ERROR")]
+    assert error_lines, err
+    assert "Traceback" not in err
+    assert "bad.properties" in error_lines[0]
+    for word in expect:
+        assert word in error_lines[0], error_lines[0]
+    assert not (tmp_path / "data").exists(), "nothing may run before the config is accepted"
+
+
+def test_bad_worker_config_is_refused(tmp_path):
+    cfg = write_properties(tmp_path / "w.properties", {"key.converter": "NoSuchConverter",
+                                                        "value.converter": "StringConverter",
+                                                        "offset.storage.file.filename": "x"})
+    res = run_cli(["connect-standalone", str(cfg)], cwd=tmp_path)
+    assert res.returncode != 0
+    err = res.stderr.decode()
+    assert "w.properties" in err and "key.converter" in err and "Traceback" not in err
+    missing = write_properties(tmp_path / "m.properties", {"value.converter": "StringConverter"})
+    res = run_cli(["connect-standalone", str(missing)], cwd=tmp_path)
+    assert res.returncode != 0 and "key.converter" in res.stderr.decode()

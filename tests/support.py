@@ -1,0 +1,118 @@
+"""Helpers for end-to-end tests: real CLI processes, free ports, waiting."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}; last value {last!r}")
+
+
+def write_properties(path: Path, props: dict[str, Any]) -> Path:
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return path
+
+
+def worker_properties(tmp: Path, rest_port: int | None = None, **extra: Any) -> Path:
+    props = {
+        "embedded.log.dir": tmp / "data",
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "offset.storage.file.filename": tmp / "connect.offsets",
+        "offset.flush.interval.ms": 1000,
+        "listeners": f"http://127.0.0.1:{rest_port}" if rest_port else "",
+    }
+    props.update({k.replace("_", "."): v for k, v in extra.items()})
+    return write_properties(tmp / "worker.properties", props)
+
+
+class CliProcess:
+    """A real ``connect-standalone`` (or other console script) process with its output in a file."""
+
+    def __init__(self, args: Sequence[str], cwd: Path, log_name: str = "worker.log") -> None:
+        self.args = list(args)
+        self.cwd = cwd
+        self.log_path = cwd / log_name
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> CliProcess:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen(self.args, cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                         start_new_session=True)
+        return self
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def terminate(self, timeout: float = 20.0) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        return self.proc.returncode
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def connect_standalone(cwd: Path, worker: Path, *connectors: Path) -> CliProcess:
+    exe = Path(sys.executable).with_name("connect-standalone")
+    cmd = [str(exe)] if exe.exists() else ["connect-standalone"]
+    return CliProcess([*cmd, str(worker), *map(str, connectors)], cwd).start()
+
+
+def run_cli(args: Sequence[str], cwd: Path | None = None, input: bytes | None = None,
+            timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+    exe = Path(sys.executable).with_name(args[0])
+    cmd = [str(exe) if exe.exists() else args[0], *args[1:]]
+    return subprocess.run(cmd, cwd=cwd, input=input, capture_output=True, timeout=timeout)
+
+
+def rest_ready(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/health", timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def line_count(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with open(path, "rb") as fh:
+        return sum(1 for _ in fh)
