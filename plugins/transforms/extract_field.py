@@ -1,0 +1,68 @@
+"""ExtractField: replace the key or value with one of its fields."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from connect.api import ConfigDef, ConfigType, ConnectRecord, DataException, Importance
+from plugins.transforms._common import (
+    FIELD_SYNTAX_VERSION_CONFIG,
+    REPLACE_NULL_WITH_DEFAULT_CONFIG,
+    KeyOrValueTransformation,
+    SingleFieldPath,
+    define_field_syntax_version,
+    define_replace_null_with_default,
+    key_value_variants,
+    parse_config,
+    require_map_or_none,
+    require_struct_or_none,
+)
+
+__all__ = ["ExtractField"]
+
+FIELD = "field"
+
+_PURPOSE = "field extraction"
+
+CONFIG_DEF = ConfigDef().define(
+    FIELD, ConfigType.STRING, importance=Importance.MEDIUM, documentation="Field name to extract."
+)
+define_replace_null_with_default(CONFIG_DEF)
+define_field_syntax_version(CONFIG_DEF)
+
+
+@key_value_variants
+class ExtractField(KeyOrValueTransformation[ConnectRecord]):
+    """Extract the specified field from a Struct when schema present, or a Map in the case of schemaless data.
+
+    Null values pass through unmodified. With ``field.syntax.version=V2`` the
+    field may be a dotted path into nested structs or maps.
+    Use ``ExtractField.Key`` for the record key or ``ExtractField.Value`` for the value.
+    """
+
+    def __init__(self) -> None:
+        self._path = SingleFieldPath("")
+        self._original_path = ""
+        self._replace_null_with_default = True
+
+    def config(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def configure(self, configs: Mapping[str, Any]) -> None:
+        config = parse_config(CONFIG_DEF, configs)
+        self._original_path = config.get_string(FIELD) or ""
+        self._path = SingleFieldPath(self._original_path, config.get_string(FIELD_SYNTAX_VERSION_CONFIG) or "V1")
+        self._replace_null_with_default = bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
+
+    def apply(self, record: ConnectRecord) -> ConnectRecord:
+        schema = self._operating_schema(record)
+        if schema is None:
+            mapping = require_map_or_none(self._operating_value(record), _PURPOSE)
+            return self._new_record(record, None, self._path.value_from_map(mapping))
+        struct = require_struct_or_none(self._operating_value(record), _PURPOSE)
+        field = self._path.field_from(schema)
+        if field is None:
+            raise DataException(f"Unknown field: {self._original_path}")
+        extracted = self._path.value_from_struct(struct, self._replace_null_with_default)
+        return self._new_record(record, field.schema, extracted)

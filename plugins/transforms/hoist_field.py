@@ -1,0 +1,51 @@
+"""HoistField: wrap the key or value in a single-field Struct or Map."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from connect.api import ConfigDef, ConfigType, ConnectRecord, Importance, SchemaBuilder, Struct
+from plugins.transforms._common import KeyOrValueTransformation, SchemaCache, key_value_variants, parse_config
+
+__all__ = ["HoistField"]
+
+FIELD = "field"
+
+CONFIG_DEF = ConfigDef().define(
+    FIELD, ConfigType.STRING, importance=Importance.MEDIUM,
+    documentation="Field name for the single field that will be created in the resulting Struct or Map.",
+)
+
+
+@key_value_variants
+class HoistField(KeyOrValueTransformation[ConnectRecord]):
+    """Wrap data using the specified field name in a Struct when schema present, or a Map otherwise.
+
+    Use ``HoistField.Key`` for the record key or ``HoistField.Value`` for the value.
+    """
+
+    def __init__(self) -> None:
+        self._field = ""
+        self._schemas = SchemaCache()
+
+    def config(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def configure(self, configs: Mapping[str, Any]) -> None:
+        self._field = parse_config(CONFIG_DEF, configs).get_string(FIELD) or ""
+        self._schemas.clear()
+
+    def apply(self, record: ConnectRecord) -> ConnectRecord:
+        schema = self._operating_schema(record)
+        value = self._operating_value(record)
+        if schema is None:
+            return self._new_record(record, None, {self._field: value})
+        updated_schema = self._schemas.get(schema)
+        if updated_schema is None:
+            updated_schema = SchemaBuilder.struct().field(self._field, schema).build()
+            self._schemas.put(schema, updated_schema)
+        return self._new_record(record, updated_schema, Struct(updated_schema).put(self._field, value))
+
+    def close(self) -> None:
+        self._schemas.clear()

@@ -1,0 +1,198 @@
+"""InsertField: add fields from record metadata (topic, partition, offset, timestamp) or a static value."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from connect.api import (
+    ConfigDef,
+    ConfigException,
+    ConfigType,
+    ConnectRecord,
+    Field,
+    Importance,
+    Schema,
+    SchemaBuilder,
+    Struct,
+    Timestamp,
+)
+from plugins.transforms._common import (
+    REPLACE_NULL_WITH_DEFAULT_CONFIG,
+    KeyOrValueTransformation,
+    SchemaCache,
+    copy_fields,
+    copy_schema_basics,
+    define_replace_null_with_default,
+    key_value_variants,
+    parse_config,
+    require_map,
+    require_sink_record,
+    require_struct,
+)
+
+__all__ = ["InsertField"]
+
+TOPIC_FIELD = "topic.field"
+PARTITION_FIELD = "partition.field"
+OFFSET_FIELD = "offset.field"
+TIMESTAMP_FIELD = "timestamp.field"
+STATIC_FIELD = "static.field"
+STATIC_VALUE = "static.value"
+
+_OPTIONALITY_DOC = "Suffix with <code>!</code> to make this a required field, or <code>?</code> to keep it optional (the default)."
+_PURPOSE = "field insertion"
+_OPTIONAL_TIMESTAMP_SCHEMA = Timestamp.builder().optional().build()
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define(TOPIC_FIELD, ConfigType.STRING, None, importance=Importance.MEDIUM,
+            documentation="Field name for Kafka topic. " + _OPTIONALITY_DOC)
+    .define(PARTITION_FIELD, ConfigType.STRING, None, importance=Importance.MEDIUM,
+            documentation="Field name for Kafka partition. " + _OPTIONALITY_DOC)
+    .define(OFFSET_FIELD, ConfigType.STRING, None, importance=Importance.MEDIUM,
+            documentation="Field name for Kafka offset - only applicable to sink connectors.<br/>" + _OPTIONALITY_DOC)
+    .define(TIMESTAMP_FIELD, ConfigType.STRING, None, importance=Importance.MEDIUM,
+            documentation="Field name for record timestamp. " + _OPTIONALITY_DOC)
+    .define(STATIC_FIELD, ConfigType.STRING, None, importance=Importance.MEDIUM,
+            documentation="Field name for static data field. " + _OPTIONALITY_DOC)
+    .define(STATIC_VALUE, ConfigType.STRING, None, importance=Importance.MEDIUM,
+            documentation="Static field value, if field name configured.")
+)
+define_replace_null_with_default(CONFIG_DEF)
+
+
+class _Spec(NamedTuple):
+    name: str
+    optional: bool
+
+    @classmethod
+    def parse(cls, spec: str | None) -> _Spec | None:
+        if spec is None:
+            return None
+        if spec.endswith("?"):
+            return cls(spec[:-1], True)
+        if spec.endswith("!"):
+            return cls(spec[:-1], False)
+        return cls(spec, True)
+
+
+class _Plan(NamedTuple):
+    """What one input schema turns into: the new schema and the field pairs to copy."""
+
+    schema: Schema
+    copies: tuple[tuple[Field, Field], ...]
+    topic: Field | None
+    partition: Field | None
+    offset: Field | None
+    timestamp: Field | None
+    static: Field | None
+
+
+@key_value_variants
+class InsertField(KeyOrValueTransformation[ConnectRecord]):
+    """Insert fields using attributes from the record metadata or a configured static value.
+
+    Use ``InsertField.Key`` for the record key or ``InsertField.Value`` for the value.
+    """
+
+    def __init__(self) -> None:
+        self._topic: _Spec | None = None
+        self._partition: _Spec | None = None
+        self._offset: _Spec | None = None
+        self._timestamp: _Spec | None = None
+        self._static: _Spec | None = None
+        self._static_value: str | None = None
+        self._replace_null_with_default = True
+        self._plans = SchemaCache()
+
+    def config(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def configure(self, configs: Mapping[str, Any]) -> None:
+        config = parse_config(CONFIG_DEF, configs)
+        self._topic = _Spec.parse(config.get_string(TOPIC_FIELD))
+        self._partition = _Spec.parse(config.get_string(PARTITION_FIELD))
+        self._offset = _Spec.parse(config.get_string(OFFSET_FIELD))
+        self._timestamp = _Spec.parse(config.get_string(TIMESTAMP_FIELD))
+        self._static = _Spec.parse(config.get_string(STATIC_FIELD))
+        self._static_value = config.get_string(STATIC_VALUE)
+        self._replace_null_with_default = bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
+        if not any((self._topic, self._partition, self._offset, self._timestamp, self._static)):
+            raise ConfigException(
+                message="No field insertion configured: set at least one of "
+                f"{TOPIC_FIELD}, {PARTITION_FIELD}, {OFFSET_FIELD}, {TIMESTAMP_FIELD}, {STATIC_FIELD}"
+            )
+        if self._static is not None and self._static_value is None:
+            raise ConfigException(
+                STATIC_VALUE, None, f"No value specified for static field: {self._static.name}"
+            )
+        self._plans.clear()
+
+    def apply(self, record: ConnectRecord) -> ConnectRecord:
+        value = self._operating_value(record)
+        if value is None:
+            return record
+        if self._operating_schema(record) is None:
+            return self._apply_schemaless(record, value)
+        return self._apply_with_schema(record, value)
+
+    def _apply_schemaless(self, record: ConnectRecord, value: Any) -> ConnectRecord:
+        updated = dict(require_map(value, _PURPOSE))
+        if self._topic is not None:
+            updated[self._topic.name] = record.topic
+        if self._partition is not None and record.kafka_partition is not None:
+            updated[self._partition.name] = record.kafka_partition
+        if self._offset is not None:
+            updated[self._offset.name] = require_sink_record(record, _PURPOSE).kafka_offset
+        if self._timestamp is not None and record.timestamp is not None:
+            updated[self._timestamp.name] = record.timestamp
+        if self._static is not None:
+            updated[self._static.name] = self._static_value
+        return self._new_record(record, None, updated)
+
+    def _apply_with_schema(self, record: ConnectRecord, value: Any) -> ConnectRecord:
+        struct = require_struct(value, _PURPOSE)
+        plan = self._plans.get(struct.schema)
+        if plan is None:
+            plan = self._plan(struct.schema)
+            self._plans.put(struct.schema, plan)
+        updated = Struct(plan.schema)
+        copy_fields(struct, updated, plan.copies, self._replace_null_with_default)
+        if plan.topic is not None:
+            updated.put(plan.topic, record.topic)
+        if plan.partition is not None and record.kafka_partition is not None:
+            updated.put(plan.partition, record.kafka_partition)
+        if plan.offset is not None:
+            updated.put(plan.offset, require_sink_record(record, _PURPOSE).kafka_offset)
+        if plan.timestamp is not None and record.timestamp is not None:
+            updated.put(plan.timestamp, Timestamp.to_logical(Timestamp.SCHEMA, record.timestamp))
+        if plan.static is not None:
+            updated.put(plan.static, self._static_value)
+        return self._new_record(record, plan.schema, updated)
+
+    def _plan(self, schema: Schema) -> _Plan:
+        builder = copy_schema_basics(schema, SchemaBuilder.struct())
+        for field in schema.fields():
+            builder.field(field.name, field.schema)
+
+        def add(spec: _Spec | None, optional: Schema, required: Schema) -> str | None:
+            if spec is None:
+                return None
+            builder.field(spec.name, optional if spec.optional else required)
+            return spec.name
+
+        names = (
+            add(self._topic, Schema.OPTIONAL_STRING_SCHEMA, Schema.STRING_SCHEMA),
+            add(self._partition, Schema.OPTIONAL_INT32_SCHEMA, Schema.INT32_SCHEMA),
+            add(self._offset, Schema.OPTIONAL_INT64_SCHEMA, Schema.INT64_SCHEMA),
+            add(self._timestamp, _OPTIONAL_TIMESTAMP_SCHEMA, Timestamp.SCHEMA),
+            add(self._static, Schema.OPTIONAL_STRING_SCHEMA, Schema.STRING_SCHEMA),
+        )
+        updated = builder.build()
+        copies = tuple((field, updated.field(field.name)) for field in schema.fields())
+        inserted = [updated.field(name) if name is not None else None for name in names]
+        return _Plan(updated, copies, *inserted)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self._plans.clear()

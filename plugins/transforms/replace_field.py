@@ -1,0 +1,170 @@
+"""ReplaceField: drop, keep or rename fields."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from connect.api import (
+    ConfigDef,
+    ConfigException,
+    ConfigType,
+    ConnectRecord,
+    Field,
+    Importance,
+    LambdaValidator,
+    Schema,
+    SchemaBuilder,
+    Struct,
+)
+from plugins.transforms._common import (
+    REPLACE_NULL_WITH_DEFAULT_CONFIG,
+    KeyOrValueTransformation,
+    SchemaCache,
+    copy_fields,
+    copy_schema_basics,
+    define_replace_null_with_default,
+    key_value_variants,
+    parse_config,
+    require_map,
+    require_struct,
+)
+
+__all__ = ["ReplaceField"]
+
+log = logging.getLogger(__name__)
+
+EXCLUDE = "exclude"
+INCLUDE = "include"
+RENAMES = "renames"
+# Removed from Kafka 4.0; still accepted here so older connector configs keep working.
+DEPRECATED_EXCLUDE = "blacklist"
+DEPRECATED_INCLUDE = "whitelist"
+
+_PURPOSE = "field replacement"
+
+
+def _parse_renames(mappings: list[str]) -> dict[str, str]:
+    renames: dict[str, str] = {}
+    for mapping in mappings:
+        parts = mapping.split(":")
+        # Java's String.split drops trailing empty strings, so "a:b:" is still a valid pair there.
+        while parts and parts[-1] == "":
+            parts.pop()
+        if len(parts) != 2:
+            raise ConfigException(RENAMES, mappings, f"Invalid rename mapping: {mapping}")
+        renames[parts[0]] = parts[1]
+    return renames
+
+
+def _check_renames(name: str, value: Any) -> str | None:
+    try:
+        _parse_renames(value or [])
+    except ConfigException as exc:
+        return exc.reason
+    return None
+
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define(EXCLUDE, ConfigType.LIST, [], importance=Importance.MEDIUM,
+            documentation="Fields to exclude. This takes precedence over the fields to include.")
+    .define(DEPRECATED_EXCLUDE, ConfigType.LIST, None, importance=Importance.LOW,
+            documentation=f"Deprecated. Use {EXCLUDE} instead.")
+    .define(INCLUDE, ConfigType.LIST, [], importance=Importance.MEDIUM,
+            documentation="Fields to include. If specified, only these fields will be used.")
+    .define(DEPRECATED_INCLUDE, ConfigType.LIST, None, importance=Importance.LOW,
+            documentation=f"Deprecated. Use {INCLUDE} instead.")
+    .define(RENAMES, ConfigType.LIST, [],
+            LambdaValidator(_check_renames, "list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>"),
+            Importance.MEDIUM, "Field rename mappings.")
+)
+define_replace_null_with_default(CONFIG_DEF)
+
+
+def _translate_deprecated(configs: Mapping[str, Any]) -> dict[str, Any]:
+    """Map blacklist/whitelist onto exclude/include; the new name wins when both are given."""
+    translated = dict(configs)
+    for current, deprecated in ((EXCLUDE, DEPRECATED_EXCLUDE), (INCLUDE, DEPRECATED_INCLUDE)):
+        if deprecated not in translated:
+            continue
+        old_value = translated.pop(deprecated)
+        if current in translated:
+            log.warning("'%s' is deprecated and ignored because '%s' is also set", deprecated, current)
+        else:
+            log.warning("'%s' is deprecated; use '%s' instead", deprecated, current)
+            translated[current] = old_value
+    return translated
+
+
+class _Plan(NamedTuple):
+    schema: Schema
+    copies: tuple[tuple[Field, Field], ...]
+
+
+@key_value_variants
+class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
+    """Filter or rename fields.
+
+    Use ``ReplaceField.Key`` for the record key or ``ReplaceField.Value`` for the value.
+    """
+
+    def __init__(self) -> None:
+        self._exclude: frozenset[str] = frozenset()
+        self._include: frozenset[str] = frozenset()
+        self._renames: dict[str, str] = {}
+        self._replace_null_with_default = True
+        self._plans = SchemaCache()
+
+    def config(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def configure(self, configs: Mapping[str, Any]) -> None:
+        config = parse_config(CONFIG_DEF, _translate_deprecated(configs))
+        self._exclude = frozenset(config.get_list(EXCLUDE))
+        self._include = frozenset(config.get_list(INCLUDE))
+        self._renames = _parse_renames(config.get_list(RENAMES))
+        self._replace_null_with_default = bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
+        self._plans.clear()
+
+    def _keep(self, name: str) -> bool:
+        return name not in self._exclude and (not self._include or name in self._include)
+
+    def apply(self, record: ConnectRecord) -> ConnectRecord:
+        value = self._operating_value(record)
+        if value is None:
+            return record
+        if self._operating_schema(record) is None:
+            return self._new_record(record, None, self._replace_in_map(require_map(value, _PURPOSE)))
+        struct = require_struct(value, _PURPOSE)
+        plan = self._plans.get(struct.schema)
+        if plan is None:
+            plan = self._plan(struct.schema)
+            self._plans.put(struct.schema, plan)
+        updated = Struct(plan.schema)
+        copy_fields(struct, updated, plan.copies, self._replace_null_with_default)
+        return self._new_record(record, plan.schema, updated)
+
+    def _replace_in_map(self, value: dict[str, Any]) -> dict[str, Any]:
+        exclude, include, renames = self._exclude, self._include, self._renames
+        # The common exclude-only case stays a single comprehension.
+        if not include and not renames:
+            return {k: v for k, v in value.items() if k not in exclude}
+        return {
+            renames.get(k, k): v
+            for k, v in value.items()
+            if k not in exclude and (not include or k in include)
+        }
+
+    def _plan(self, schema: Schema) -> _Plan:
+        builder = copy_schema_basics(schema, SchemaBuilder.struct())
+        kept = [field for field in schema.fields() if self._keep(field.name)]
+        for field in kept:
+            builder.field(self._renames.get(field.name, field.name), field.schema)
+        updated = builder.build()
+        copies = tuple((field, updated.field(self._renames.get(field.name, field.name))) for field in kept)
+        return _Plan(updated, copies)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self._plans.clear()

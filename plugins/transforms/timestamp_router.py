@@ -1,0 +1,74 @@
+"""TimestampRouter: route records to a topic named from the original topic and the record timestamp."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from connect.api import (
+    ConfigDef,
+    ConfigException,
+    ConfigType,
+    ConnectRecord,
+    DataException,
+    Importance,
+    Transformation,
+)
+from plugins.transforms._common import VERSION, parse_config
+from plugins.transforms._dateformat import JavaDateFormat
+
+__all__ = ["TimestampRouter"]
+
+TOPIC_FORMAT = "topic.format"
+TIMESTAMP_FORMAT = "timestamp.format"
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define(TOPIC_FORMAT, ConfigType.STRING, "${topic}-${timestamp}", importance=Importance.HIGH,
+            documentation="Format string which can contain <code>${topic}</code> and <code>${timestamp}</code> as "
+            "placeholders for the topic and timestamp, respectively.")
+    .define(TIMESTAMP_FORMAT, ConfigType.STRING, "yyyyMMdd", importance=Importance.HIGH,
+            documentation="Format string for the timestamp that is compatible with "
+            "<code>java.text.SimpleDateFormat</code>.")
+)
+
+
+class TimestampRouter(Transformation[ConnectRecord]):
+    """Update the record's topic as a function of the original topic value and the record timestamp.
+
+    Mainly useful for sink connectors, whose destination (table, index) follows the topic name.
+    """
+
+    def __init__(self) -> None:
+        self._topic_format = "${topic}-${timestamp}"
+        self._timestamp_format = JavaDateFormat("yyyyMMdd")
+        self._uses_topic = True
+        self._uses_timestamp = True
+
+    def version(self) -> str:
+        return VERSION
+
+    def config(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def configure(self, configs: Mapping[str, Any]) -> None:
+        config = parse_config(CONFIG_DEF, configs)
+        pattern = config.get_string(TIMESTAMP_FORMAT) or ""
+        try:
+            self._timestamp_format = JavaDateFormat(pattern)
+        except ValueError as exc:
+            raise ConfigException(TIMESTAMP_FORMAT, pattern, str(exc)) from None
+        self._topic_format = config.get_string(TOPIC_FORMAT) or ""
+        self._uses_topic = "${topic}" in self._topic_format
+        self._uses_timestamp = "${timestamp}" in self._topic_format
+
+    def apply(self, record: ConnectRecord) -> ConnectRecord:
+        timestamp = record.timestamp
+        if timestamp is None:
+            raise DataException(f"Timestamp missing on record: {record!r}")
+        topic = self._topic_format
+        if self._uses_topic:
+            topic = topic.replace("${topic}", record.topic)
+        if self._uses_timestamp:
+            topic = topic.replace("${timestamp}", self._timestamp_format.format_millis(timestamp))
+        return record.new_record(topic=topic)
