@@ -142,7 +142,7 @@ class StandaloneRuntime:
         app = create_app(self.herder, self.config.originals)
         self.rest = RestServer(app, self.config.originals)
         self.rest.start()
-        log.info("REST server listening on %s", self.rest.advertised_url)
+        log.info("REST server listening on %s", self.rest.advertised_url())
 
     def run(self) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -1,0 +1,6 @@
+"""Headrace's REST API: a Flask app over the Herder interface, served by waitress in the worker."""
+
+from rest.app import create_app
+from rest.server import RestConfigError, RestServer
+
+__all__ = ["RestConfigError", "RestServer", "create_app"]

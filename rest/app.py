@@ -1,0 +1,107 @@
+"""The Flask app factory: routes over a Herder, and JSON for every outcome, errors included."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
+
+from connect.runtime.herder import Herder, HerderError, NotLeaderError
+from rest.access_log import AccessLogMiddleware
+from rest.context import ConfigSource, install, setting
+from rest.cors import install_cors
+from rest.errors import RestError, error_response
+from rest.forwarding import forward_to_leader
+from rest.log_levels import LoggerLevels
+from rest.routes import BLUEPRINTS
+from rest.routes.loggers import LEVELS_KEY
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+
+INTERNAL_ERROR_MESSAGE = "Internal server error while handling the request; the worker log has the details"
+
+
+def _http_error(e: HTTPException) -> Response:
+    code = e.code or 500
+    if isinstance(e, NotFound):
+        message = f"No REST endpoint at {request.path}"
+    elif isinstance(e, MethodNotAllowed):
+        allowed = ", ".join(sorted(e.valid_methods or []))
+        message = f"{request.method} is not supported on {request.path}; allowed: {allowed}"
+    else:
+        message = f"{e.name}: {e.description}" if e.description else e.name
+    response = error_response(code, message)
+    for name, value in e.get_headers():
+        # Keep informative headers such as Allow on a 405; the body and its type are ours.
+        if name.lower() != "content-type":
+            response.headers[name] = value
+    return response
+
+
+def _register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(HerderError)
+    def herder_error(e: HerderError) -> Response:
+        if not isinstance(e, NotLeaderError):
+            return error_response(e.status, e.message)
+        try:
+            return forward_to_leader(e)
+        except RestError as refused:  # raised inside an error handler, so Flask would not map it
+            return error_response(refused.status, refused.message)
+
+    @app.errorhandler(RestError)
+    def rest_error(e: RestError) -> Response:
+        return error_response(e.status, e.message)
+
+    @app.errorhandler(HTTPException)
+    def http_error(e: HTTPException) -> Response:
+        return _http_error(e)
+
+    @app.errorhandler(Exception)
+    def unexpected_error(e: Exception) -> Response:
+        # The trace stays in the worker log: it can name hosts, files and secrets.
+        log.error("Unexpected error in REST request %s %s", request.method, request.path, exc_info=e)
+        return error_response(500, INTERNAL_ERROR_MESSAGE)
+
+
+def create_app(herder: Herder, worker_config: ConfigSource) -> Flask:
+    """A Flask app serving Kafka Connect's REST API over ``herder``.
+
+    ``worker_config`` is a WorkerConfig or a plain mapping; the app reads
+    ``access.control.allow.origin``/``.methods`` and ``topic.tracking.enable``/``.allow.reset``.
+    """
+    app = Flask("rest")
+    # Jersey serves /connectors/ like /connectors and never redirects; neither should we.
+    app.url_map.strict_slashes = False
+    app.url_map.merge_slashes = False
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    install(app, herder, worker_config)
+    app.extensions[LEVELS_KEY] = LoggerLevels()
+    install_cors(
+        app,
+        str(setting(worker_config, "access.control.allow.origin", "")),
+        str(setting(worker_config, "access.control.allow.methods", "")),
+    )
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint)
+    _register_error_handlers(app)
+
+    @app.before_request
+    def refuse_encoded_slash() -> None:
+        # Like Jetty under Kafka Connect: %2F would be decoded into a path separator and route the
+        # request somewhere the client did not mean, so names containing "/" are not addressable.
+        raw = str(request.environ.get("REQUEST_URI") or request.environ.get("RAW_URI") or "")
+        if "%2f" in raw.split("?", 1)[0].lower():
+            raise RestError(400, "The URL path contains an encoded slash (%2F), which is not allowed")
+
+    @app.after_request
+    def no_html(response: Response) -> Response:
+        # Flask's automatic OPTIONS and HEAD answers default to text/html; an empty body has no type.
+        if response.mimetype == "text/html" and not response.get_data():
+            response.headers.pop("Content-Type", None)
+        return response
+
+    app.wsgi_app = AccessLogMiddleware(app.wsgi_app)  # type: ignore[method-assign]
+    return app

@@ -1,0 +1,34 @@
+"""Errors the REST layer detects itself, and the one JSON error body every failure uses."""
+
+from __future__ import annotations
+
+from flask import Response, current_app
+
+__all__ = ["RestError", "empty_response", "error_response", "json_response"]
+
+
+class RestError(Exception):
+    """A problem with the request itself (query parameter, body, route), answered with ``status``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def json_response(body: object, status: int = 200) -> Response:
+    response = current_app.json.response(body)
+    response.status_code = status
+    return response
+
+
+def error_response(status: int, message: str) -> Response:
+    # Kafka Connect's ErrorMessage shape; clients key off error_code, so it always equals the HTTP status.
+    return json_response({"error_code": status, "message": message}, status)
+
+
+def empty_response(status: int) -> Response:
+    response = Response(status=status)
+    # An empty body has no media type; leaving Flask's text/html default would mislead clients.
+    response.headers.pop("Content-Type", None)
+    return response

@@ -1,0 +1,65 @@
+"""Forwarding a request to the leader when the herder says this worker is not it.
+
+Kafka Connect does this in its REST layer, so the herder never deals with HTTP: the first worker
+forwards with ``forward=true``, the next one may forward once more with ``forward=false``, and a
+worker receiving ``forward=false`` gives up with 409 (two hops at most, so a request cannot loop
+while leadership moves during a rebalance).
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlencode
+
+import httpx
+from flask import Response, request
+
+from connect.runtime.herder import NotLeaderError
+from rest.errors import RestError
+
+__all__ = ["FORWARD_TIMEOUT_S", "forward_to_leader"]
+
+log = logging.getLogger(__name__)
+
+# A rebalance can take a whole session timeout before the leader answers (Kafka waits 90 s too).
+FORWARD_TIMEOUT_S = 90.0
+
+# Hop-by-hop and length headers are recomputed by each server; everything else is relayed.
+_DROPPED_RESPONSE_HEADERS = {"connection", "content-length", "transfer-encoding", "keep-alive", "server", "date"}
+
+
+def _next_forward_flag() -> str:
+    flag = request.args.get("forward")
+    if flag is None:
+        return "true"
+    if flag.strip().lower() == "true":
+        return "false"
+    raise RestError(
+        409,
+        "The request was already forwarded twice without reaching the leader, "
+        "probably because a rebalance is under way; retry it",
+    )
+
+
+def forward_to_leader(error: NotLeaderError) -> Response:
+    next_flag = _next_forward_flag()
+    if not error.leader_url:
+        raise RestError(409, "No leader is known right now, probably because a rebalance is under way; retry the request")
+    query = [(k, v) for k, v in request.args.items(multi=True) if k != "forward"]
+    query.append(("forward", next_flag))
+    url = f"{error.leader_url.rstrip('/')}{request.path}?{urlencode(query)}"
+    headers = {k: v for k, v in request.headers.items() if k.lower() in ("content-type", "accept", "authorization")}
+    log.debug("Forwarding %s %s to the leader at %s", request.method, request.path, url)
+    try:
+        upstream = httpx.request(
+            request.method, url, content=request.get_data(cache=True), headers=headers, timeout=FORWARD_TIMEOUT_S
+        )
+    except httpx.HTTPError as e:
+        log.warning("Could not forward %s %s to %s", request.method, request.path, url, exc_info=True)
+        raise RestError(500, f"Could not forward the request to the leader at {error.leader_url}: {e}") from None
+    response = Response(upstream.content, status=upstream.status_code)
+    response.headers.pop("Content-Type", None)
+    for name, value in upstream.headers.items():
+        if name.lower() not in _DROPPED_RESPONSE_HEADERS:
+            response.headers[name] = value
+    return response

@@ -1,0 +1,56 @@
+"""Fixtures for the REST tests: the app over a FakeHerder, in process and on a live server.
+
+``rest_base_url`` is the seam for running the live-server tests against a real worker: set
+HEADRACE_TEST_REST_URL (e.g. to a running connect-standalone's http://127.0.0.1:8083), or
+override the fixture in a conftest closer to the tests.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from rest import RestServer, create_app
+from tests.rest.rest_fake_herder import FakeHerder
+
+LOOPBACK_CONFIG = {"listeners": "http://127.0.0.1:0"}
+
+
+@pytest.fixture
+def fake_herder() -> FakeHerder:
+    return FakeHerder()
+
+
+@pytest.fixture
+def app(fake_herder: FakeHerder) -> Flask:
+    return create_app(fake_herder, LOOPBACK_CONFIG)
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture(scope="module")
+def live_server() -> Iterator[RestServer]:
+    """A RestServer on 127.0.0.1 (free port) over its own FakeHerder, shared by a module's tests."""
+    herder = FakeHerder()
+    server = RestServer(create_app(herder, LOOPBACK_CONFIG), LOOPBACK_CONFIG)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def rest_base_url(request: pytest.FixtureRequest) -> str:
+    external = os.environ.get("HEADRACE_TEST_REST_URL")
+    if external:
+        return external.rstrip("/")
+    server: RestServer = request.getfixturevalue("live_server")
+    return server.url

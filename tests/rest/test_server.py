@@ -1,0 +1,175 @@
+"""RestServer: listeners, advertised URL, serving on waitress, stopping, and the access log."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+
+import httpx
+import pytest
+
+from rest import RestConfigError, RestServer, create_app
+from rest.server import Listener, parse_listeners
+from tests.rest.rest_fake_herder import FakeHerder
+
+LOOPBACK = {"listeners": "http://127.0.0.1:0"}
+
+
+# --- listeners ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("http://:8083", [Listener("http", "", 8083)]),
+        ("http://127.0.0.1:0", [Listener("http", "127.0.0.1", 0)]),
+        (" HTTP://localhost:9000/ , http://[::1]:9001", [Listener("http", "localhost", 9000), Listener("http", "::1", 9001)]),
+        (["http://a:1", "http://b:2"], [Listener("http", "a", 1), Listener("http", "b", 2)]),
+    ],
+)
+def test_parse_listeners(value: str | list[str], expected: list[Listener]) -> None:
+    assert parse_listeners(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ("https://:8443", "HTTPS"),
+        ("http://:8083,https://:8443", "HTTPS"),
+        ("ftp://:21", "'ftp'"),
+        ("localhost:8083", "http://host:port"),
+        ("http://:port", "http://host:port"),
+        ("http://:70000", "65535"),
+        ("", "no listener"),
+    ],
+)
+def test_bad_listeners_are_refused(value: str, fragment: str) -> None:
+    with pytest.raises(RestConfigError, match="listeners") as e:
+        parse_listeners(value)
+    assert fragment in str(e.value)
+
+
+def test_rest_server_refuses_https_config_up_front() -> None:
+    with pytest.raises(RestConfigError, match="HTTPS"):
+        RestServer(object(), {"listeners": "https://:8443"})
+    with pytest.raises(RestConfigError, match="rest.advertised.listener"):
+        RestServer(object(), {"listeners": "http://:8083", "rest.advertised.listener": "https"})
+    with pytest.raises(RestConfigError, match="rest.advertised.port"):
+        RestServer(object(), {"listeners": "http://:8083", "rest.advertised.port": "eighty"})
+
+
+def test_default_listener_is_port_8083_on_every_interface() -> None:
+    assert RestServer(object(), {}).listeners == [Listener("http", "", 8083)]
+
+
+# --- advertised URL -----------------------------------------------------------------------------
+def test_advertised_url_from_listener_before_start() -> None:
+    assert RestServer(object(), {"listeners": "http://10.0.0.5:8083"}).advertised_url() == "http://10.0.0.5:8083/"
+
+
+def test_advertised_url_overrides() -> None:
+    server = RestServer(object(), {"listeners": "http://:8083", "rest.advertised.host.name": "worker-1.example",
+                                   "rest.advertised.port": 18083, "rest.advertised.listener": "HTTP"})
+    assert server.advertised_url() == "http://worker-1.example:18083/"
+
+
+def test_advertised_url_of_wildcard_listener_names_this_host() -> None:
+    url = RestServer(object(), {"listeners": "http://:8083"}).advertised_url()
+    assert url.startswith("http://") and url.endswith(":8083/") and "http://:" not in url
+
+
+# --- serving ----------------------------------------------------------------------------------------
+def test_serves_on_a_free_port_then_stops_cleanly() -> None:
+    server = RestServer(create_app(FakeHerder(), LOOPBACK), LOOPBACK)
+    server.start()
+    try:
+        assert server.port > 0
+        assert server.url == f"http://127.0.0.1:{server.port}"
+        assert server.advertised_url() == f"http://127.0.0.1:{server.port}/"
+        assert any(t.name == "rest-server" and t.daemon for t in threading.enumerate())
+        r = httpx.get(f"{server.url}/connectors", timeout=10)
+        assert (r.status_code, r.json()) == (200, [])
+        assert r.headers["Server"] == "headrace"
+    finally:
+        server.stop()
+    server.stop()  # idempotent
+    assert not any(t.name == "rest-server" for t in threading.enumerate())
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{server.url}/connectors", timeout=2)
+
+
+def test_several_listeners() -> None:
+    config = {"listeners": "http://127.0.0.1:0,http://127.0.0.1:0"}
+    with RestServer(create_app(FakeHerder(), config), config) as server:
+        ports = [port for _, port in server.bound_addresses]
+        assert len(set(ports)) == 2
+        for port in ports:
+            assert httpx.get(f"http://127.0.0.1:{port}/", timeout=10).status_code == 200
+
+
+def test_port_in_use_is_a_clear_error() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        config = {"listeners": f"http://127.0.0.1:{port}"}
+        server = RestServer(create_app(FakeHerder(), config), config)
+        with pytest.raises(OSError, match=f"127.0.0.1:{port}"):
+            server.start()
+
+
+def test_access_log_line_per_request(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="rest.access")
+    with RestServer(create_app(FakeHerder(), LOOPBACK), LOOPBACK) as server:
+        httpx.get(f"{server.url}/connectors?expand=status", headers={"User-Agent": "probe/1"}, timeout=10)
+        httpx.get(f"{server.url}/connectors/missing", timeout=10)
+    lines = [r.getMessage() for r in caplog.records if r.name == "rest.access"]
+    assert len(lines) == 2
+    assert '"GET /connectors?expand=status HTTP/1.1" 200 3 "probe/1"' in lines[0]
+    assert lines[0].startswith("127.0.0.1 ") and lines[0].endswith("ms")
+    assert '"GET /connectors/missing HTTP/1.1" 404 ' in lines[1]
+
+
+# --- leader forwarding -----------------------------------------------------------------------------
+class NotLeaderHerder(FakeHerder):
+    """A follower: every write is refused with the leader's URL, as a distributed herder does."""
+
+    def __init__(self, leader_url: str | None) -> None:
+        super().__init__()
+        self.leader_url = leader_url
+
+    def put_connector_config(self, *args: object, **kwargs: object) -> tuple[bool, object]:  # type: ignore[override]
+        from connect.runtime.herder import NotLeaderError
+
+        raise NotLeaderError("not the leader", self.leader_url)
+
+
+def test_write_to_a_follower_is_forwarded_to_the_leader() -> None:
+    leader_herder = FakeHerder()
+    with RestServer(create_app(leader_herder, LOOPBACK), LOOPBACK) as leader:
+        follower_app = create_app(NotLeaderHerder(leader.advertised_url()), LOOPBACK)
+        with RestServer(follower_app, LOOPBACK) as follower:
+            body = {"name": "fw", "config": {"connector.class": "FileStreamSource"}}
+            r = httpx.post(f"{follower.url}/connectors", json=body, timeout=10)
+            assert r.status_code == 201
+            assert r.json()["name"] == "fw"
+            assert r.headers["Location"].endswith("/connectors/fw")
+            assert leader_herder.connectors() == ["fw"]
+            # The leader's 409 comes back unchanged.
+            r = httpx.post(f"{follower.url}/connectors", json=body, timeout=10)
+            assert r.status_code == 409 and r.json()["error_code"] == 409
+
+
+def test_forwarding_gives_up_after_two_hops_and_without_a_leader() -> None:
+    app = create_app(NotLeaderHerder("http://127.0.0.1:1/"), LOOPBACK)
+    client = app.test_client()
+    r = client.put("/connectors/x/config?forward=false", json={"connector.class": "FileStreamSource"})
+    assert r.status_code == 409 and "forwarded twice" in r.get_json()["message"]
+    client = create_app(NotLeaderHerder(None), LOOPBACK).test_client()
+    r = client.put("/connectors/x/config", json={"connector.class": "FileStreamSource"})
+    assert r.status_code == 409 and "No leader is known" in r.get_json()["message"]
+
+
+def test_unreachable_leader_is_500_naming_it() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/"
+    client = create_app(NotLeaderHerder(dead), LOOPBACK).test_client()
+    r = client.put("/connectors/x/config", json={"connector.class": "FileStreamSource"})
+    assert r.status_code == 500 and dead in r.get_json()["message"]
