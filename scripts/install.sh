@@ -18,5 +18,5 @@ fi
 
 # Service jars (Kafka, ...) from Maven Central into .cache/services; skipped when already there.
 if [ "${HEADRACE_SKIP_SERVICES:-0}" != 1 ] && [ -f services/__main__.py ]; then
-  python3 -m services fetch all
+  python3 -m services fetch kafka
 fi

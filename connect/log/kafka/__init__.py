@@ -1,0 +1,1 @@
+"""The topic layer's Kafka backend: confluent-kafka clients against a real cluster."""

@@ -1,0 +1,50 @@
+"""The topic layer on a real Kafka cluster (chosen when the worker config sets ``bootstrap.servers``)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from typing import Any
+
+from connect.log.api import LogBackend, LogError
+from connect.log.kafka.admin import KafkaAdmin
+from connect.log.kafka.config import client_config
+from connect.log.kafka.consumer import KafkaConsumer
+from connect.log.kafka.producer import KafkaProducer
+
+__all__ = ["KafkaBackend"]
+
+_serial = itertools.count(1)
+
+
+class KafkaBackend(LogBackend):
+    """Makes confluent-kafka producers, consumers and admin clients from a worker config.
+
+    ``worker_config`` is the whole worker config (Kafka Connect names, string
+    values); see ``connect.log.kafka.config`` for how it maps to librdkafka.
+    """
+
+    name = "kafka"
+
+    def __init__(self, worker_config: Mapping[str, Any]) -> None:
+        servers = str(worker_config.get("bootstrap.servers") or "").strip()
+        if not servers:
+            raise LogError("the Kafka backend needs bootstrap.servers")
+        self.worker_config = dict(worker_config)
+        self.bootstrap_servers = servers
+
+    def _label(self, kind: str, cfg: Mapping[str, str]) -> str:
+        cid = cfg.get("client.id")
+        return f"{kind} {cid}" if cid else f"{kind}-{next(_serial)}"
+
+    def producer(self, config: Mapping[str, Any] | None = None) -> KafkaProducer:
+        cfg, own = client_config(self.worker_config, "producer", config)
+        return KafkaProducer(cfg, own, self._label("producer", cfg))
+
+    def consumer(self, group_id: str | None = None, config: Mapping[str, Any] | None = None) -> KafkaConsumer:
+        cfg, own = client_config(self.worker_config, "consumer", config)
+        return KafkaConsumer(cfg, own, group_id, self._label("consumer", cfg))
+
+    def admin(self, config: Mapping[str, Any] | None = None) -> KafkaAdmin:
+        cfg, own = client_config(self.worker_config, "admin", config)
+        return KafkaAdmin(cfg, own, self._label("admin", cfg))

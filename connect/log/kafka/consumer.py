@@ -1,0 +1,459 @@
+"""The Kafka consumer of the topic layer, on confluent-kafka.
+
+librdkafka differs from the Java consumer in ways the runtime would trip
+over, so this class evens them out:
+
+- a rebalance listener sees newly assigned partitions *after* they are
+  assigned (it may seek, pause or ask for positions) and revoked ones
+  *before* they go (it may still commit them), as in Java;
+- ``seek`` works on a partition that has not started fetching yet (librdkafka
+  refuses with "erroneous state"): the partition is re-assigned at the offset;
+- ``position`` answers before the first fetch, from the committed offset or
+  the reset policy, instead of librdkafka's "invalid offset".
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import confluent_kafka
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    TIMESTAMP_LOG_APPEND_TIME,
+    KafkaError,
+    KafkaException,
+)
+from confluent_kafka import TopicPartition as KTP
+
+from connect.api.topic_partition import TopicPartition
+from connect.log.api import Consumer, FetchedBatch, Headers, LogError, RebalanceListener
+from connect.log.kafka.errors import ClientEvents, to_log_error
+
+__all__ = ["KafkaConsumer", "librdkafka_pattern"]
+
+log = logging.getLogger("connect.log.kafka")
+
+_IGNORED = frozenset({KafkaError._PARTITION_EOF})
+# Kafka reports these for a subscription to a topic that does not exist
+# (yet); the Java consumer just waits for it to appear.
+_WAIT = frozenset(
+    {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
+)
+_STOP = frozenset(
+    {
+        KafkaError._AUTO_OFFSET_RESET,
+        KafkaError.OFFSET_OUT_OF_RANGE,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError._FATAL,
+    }
+)
+
+_RESET = {
+    "earliest": "earliest",
+    "smallest": "earliest",
+    "beginning": "earliest",
+    "latest": "latest",
+    "largest": "latest",
+    "end": "latest",
+    "none": "none",
+    "error": "none",
+}
+
+
+def librdkafka_pattern(pattern: str | re.Pattern[str]) -> str:
+    """A subscription regex for librdkafka: ``^``-prefixed and, like Java's ``topics.regex``, anchored at both ends."""
+    text = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
+    if text.startswith("^"):
+        text = text[1:]
+    if text.endswith("$") and not text.endswith("\\$"):
+        text = text[:-1]
+    return f"^({text})$"
+
+
+class _Columns:
+    __slots__ = ("offsets", "timestamps", "keys", "values", "headers", "timestamp_type")
+
+    def __init__(self, log_append_time: bool) -> None:
+        self.offsets: list[int] = []
+        self.timestamps: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.headers: list[Headers] | None = None
+        self.timestamp_type = 1 if log_append_time else 0
+
+
+def _tp(k: Any) -> TopicPartition:
+    return TopicPartition(k.topic, k.partition)
+
+
+class KafkaConsumer(Consumer):
+    def __init__(
+        self,
+        config: Mapping[str, str],
+        own: Mapping[str, str],
+        group_id: str | None,
+        name: str = "consumer",
+    ) -> None:
+        self._events = ClientEvents(name)
+        self._group = group_id
+        conf: dict[str, Any] = dict(config)
+        # librdkafka will not create a consumer without a group.id. A
+        # group-less consumer gets a throw-away one that it never joins nor
+        # commits to: ``assign`` gives explicit start offsets.
+        conf["group.id"] = group_id if group_id is not None else f"headrace-nogroup-{uuid.uuid4().hex}"
+        self._reset = _RESET.get(str(conf.get("auto.offset.reset", "latest")).lower(), "latest")
+        strategies = [s.strip() for s in str(conf.get("partition.assignment.strategy", "")).split(",")]
+        # librdkafka runs the cooperative protocol only if every strategy is.
+        self._cooperative = bool(strategies) and all(s == "cooperative-sticky" for s in strategies)
+        self._timeout = float(own.get("default.api.timeout.ms", "30000")) / 1000.0
+        conf.update(self._events.settings())
+        try:
+            self._c = confluent_kafka.Consumer(conf)
+        except KafkaException as exc:
+            raise to_log_error(exc, f"invalid {name} configuration") from None
+        self._subscribed = False
+        self._listener: RebalanceListener | None = None
+        self._assigned: set[TopicPartition] = set()
+        self._paused: set[TopicPartition] = set()
+        # Offsets set by seek that librdkafka's position() does not show until
+        # the next record of that partition is returned.
+        self._pending: dict[TopicPartition, int] = {}
+        # The partitions a listener is being told about in on_assign; seeks
+        # and pauses on them wait until they are handed to librdkafka.
+        self._assigning: set[TopicPartition] = set()
+        self._deferred: LogError | None = None
+        self._closed = False
+
+    # -- membership --------------------------------------------------------------
+
+    def subscribe(
+        self,
+        topics: Sequence[str] | None = None,
+        pattern: str | re.Pattern[str] | None = None,
+        listener: RebalanceListener | None = None,
+    ) -> None:
+        if self._group is None:
+            raise LogError("subscribe needs a consumer group; this consumer was made without one")
+        if (topics is None) == (pattern is None):
+            raise ValueError("subscribe takes either topics or pattern")
+        names = list(topics) if topics is not None else [librdkafka_pattern(pattern)]  # type: ignore[arg-type]
+        self._listener = listener
+        try:
+            self._c.subscribe(
+                names, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+            )
+        except KafkaException as exc:
+            raise to_log_error(exc, f"subscribing to {names}") from None
+        self._subscribed = True
+
+    def _on_assign(self, consumer: Any, parts: list[Any]) -> None:
+        tps = [_tp(p) for p in parts]
+        if not self._cooperative:
+            self._assigned.clear()
+        self._assigned.update(tps)
+        self._assigning = set(tps)
+        try:
+            if self._listener is not None:
+                self._listener.on_partitions_assigned(tps)
+        finally:
+            self._assigning = set()
+            start = [KTP(tp.topic, tp.partition, self._pending.get(tp, OFFSET_INVALID)) for tp in tps]
+            if self._cooperative:
+                consumer.incremental_assign(start)
+            else:
+                consumer.assign(start)
+            paused = [KTP(tp.topic, tp.partition) for tp in tps if tp in self._paused]
+            if paused:
+                consumer.pause(paused)
+
+    def _on_revoke(self, consumer: Any, parts: list[Any]) -> None:
+        self._drop(consumer, parts, lost=False)
+
+    def _on_lost(self, consumer: Any, parts: list[Any]) -> None:
+        self._drop(consumer, parts, lost=True)
+
+    def _drop(self, consumer: Any, parts: list[Any], lost: bool) -> None:
+        tps = [_tp(p) for p in parts]
+        try:
+            if self._listener is not None and tps:
+                if lost:
+                    self._listener.on_partitions_lost(tps)
+                else:
+                    self._listener.on_partitions_revoked(tps)
+        finally:
+            if self._cooperative:
+                consumer.incremental_unassign(parts)
+            else:
+                consumer.unassign()
+            for tp in tps:
+                self._assigned.discard(tp)
+                self._pending.pop(tp, None)
+                self._paused.discard(tp)
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        if self._subscribed:
+            raise LogError("assign cannot be used on a consumer that subscribed")
+        # Without a group there is no committed offset to start from; start
+        # where the reset policy says right away.
+        if self._group is None:
+            start = {"earliest": OFFSET_BEGINNING, "latest": OFFSET_END}.get(self._reset, OFFSET_INVALID)
+        else:
+            start = OFFSET_INVALID
+        new = set(partitions)
+        try:
+            self._c.assign([KTP(tp.topic, tp.partition, start) for tp in partitions])
+        except KafkaException as exc:
+            raise to_log_error(exc, "assigning partitions") from None
+        self._assigned = new
+        self._pending = {tp: off for tp, off in self._pending.items() if tp in new}
+        self._paused &= new
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._assigned)
+
+    # -- fetching ----------------------------------------------------------------------
+
+    def poll(self, timeout: float, max_records: int = 500) -> list[FetchedBatch]:
+        self._events.raise_if_fatal("poll")
+        if self._deferred is not None:
+            exc, self._deferred = self._deferred, None
+            raise exc
+        try:
+            msgs = self._c.consume(max_records, timeout)
+        except KafkaException as exc:
+            raise to_log_error(exc, "polling") from None
+        if not msgs:
+            return []
+        # Columns per partition: offsets, timestamps, keys, values, headers
+        # (None until a record with headers shows up), timestamp type.
+        cols: dict[tuple[str, int], _Columns] = {}
+        cur: _Columns | None = None
+        cur_key: tuple[str, int] | None = None
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                try:
+                    self._on_record_error(err, m)
+                except LogError as exc:
+                    # Records taken from librdkafka in the same call are
+                    # handed out first (dropping them would skip them); the
+                    # error is raised once there are none.
+                    if self._deferred is None:
+                        self._deferred = exc
+                continue
+            key = (m.topic(), m.partition())
+            if key != cur_key:
+                cur_key = key
+                cur = cols.get(key)
+                if cur is None:
+                    cur = cols[key] = _Columns(m.timestamp()[0] == TIMESTAMP_LOG_APPEND_TIME)
+            assert cur is not None
+            cur.offsets.append(m.offset())
+            cur.timestamps.append(m.timestamp()[1])
+            cur.keys.append(m.key())
+            cur.values.append(m.value())
+            h = m.headers()
+            if h is not None:
+                if cur.headers is None:
+                    # Earlier records of this batch had none.
+                    cur.headers = [()] * (len(cur.offsets) - 1)
+                cur.headers.append(tuple(h))
+            elif cur.headers is not None:
+                cur.headers.append(())
+        if not cols and self._deferred is not None:
+            exc, self._deferred = self._deferred, None
+            raise exc
+        if self._pending:
+            for topic, part in cols:
+                self._pending.pop(TopicPartition(topic, part), None)
+        return [
+            FetchedBatch(t, p, c.offsets, c.timestamps, c.keys, c.values, c.headers, c.timestamp_type)
+            for (t, p), c in cols.items()
+        ]
+
+    def _on_record_error(self, err: KafkaError, msg: Any) -> None:
+        code = err.code()
+        if code in _IGNORED:
+            return
+        where = f"{msg.topic()}[{msg.partition()}]" if msg.topic() else "consumer"
+        if err.fatal() or code in _STOP:
+            raise to_log_error(err, f"consuming {where}")
+        if code in _WAIT or err.retriable():
+            self._events.on_error(err)
+            return
+        exc = to_log_error(err, f"consuming {where}")
+        if exc.retriable:
+            self._events.on_error(err)
+            return
+        raise exc
+
+    # -- positions ---------------------------------------------------------------------
+
+    def _check_assigned(self, tp: TopicPartition, what: str) -> None:
+        if tp not in self._assigned:
+            raise LogError(f"cannot {what} {tp}: it is not assigned to this consumer")
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        self._check_assigned(partition, "seek")
+        self._pending[partition] = offset
+        if partition in self._assigning:
+            return  # applied when the listener returns
+        try:
+            self._c.seek(KTP(partition.topic, partition.partition, offset))
+        except KafkaException as exc:
+            kerr = exc.args[0] if exc.args else None
+            if isinstance(kerr, KafkaError) and kerr.code() == KafkaError._STATE:
+                # Not fetching yet (just assigned or resumed): restart it there.
+                self._restart_at(partition, offset)
+            else:
+                raise to_log_error(exc, f"seeking {partition} to {offset}") from None
+
+    def _restart_at(self, tp: TopicPartition, offset: int) -> None:
+        k = KTP(tp.topic, tp.partition)
+        try:
+            if self._subscribed and not self._cooperative:
+                # The eager protocol only takes whole assignments.
+                whole = [
+                    KTP(t.topic, t.partition, offset if t == tp else self._pending.get(t, OFFSET_INVALID))
+                    for t in self._assigned
+                ]
+                self._c.assign(whole)
+                paused = [KTP(t.topic, t.partition) for t in self._paused]
+            else:
+                self._c.incremental_unassign([k])
+                self._c.incremental_assign([KTP(tp.topic, tp.partition, offset)])
+                paused = [k] if tp in self._paused else []
+            if paused:
+                self._c.pause(paused)
+        except KafkaException as exc:
+            raise to_log_error(exc, f"seeking {tp} to {offset}") from None
+
+    def seek_to_beginning(self, partitions: Sequence[TopicPartition]) -> None:
+        for tp in partitions:
+            self.seek(tp, OFFSET_BEGINNING)
+
+    def position(self, partition: TopicPartition) -> int:
+        self._check_assigned(partition, "get the position of")
+        pending = self._pending.get(partition)
+        if pending is not None:
+            return self._resolve(partition, pending)
+        k = KTP(partition.topic, partition.partition)
+        try:
+            pos = self._c.position([k])[0].offset
+            if pos >= 0:
+                return int(pos)
+            # Nothing returned yet: where fetching will start.
+            if self._group is not None:
+                committed = self._c.committed([k], timeout=self._timeout)[0]
+                if committed.error is not None:
+                    raise to_log_error(committed.error, f"committed offset of {partition}")
+                if committed.offset >= 0:
+                    return int(committed.offset)
+        except KafkaException as exc:
+            raise to_log_error(exc, f"position of {partition}") from None
+        if self._reset == "none":
+            raise LogError(f"{partition} has no committed offset and auto.offset.reset is none")
+        return self._resolve(partition, OFFSET_BEGINNING if self._reset == "earliest" else OFFSET_END)
+
+    def _resolve(self, tp: TopicPartition, offset: int) -> int:
+        if offset >= 0:
+            return offset
+        try:
+            low, high = self._c.get_watermark_offsets(KTP(tp.topic, tp.partition), timeout=self._timeout)
+        except KafkaException as exc:
+            raise to_log_error(exc, f"offsets of {tp}") from None
+        return int(low if offset == OFFSET_BEGINNING else high)
+
+    # -- group offsets -------------------------------------------------------------
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        if self._group is None:
+            raise LogError("commit needs a consumer group; this consumer was made without one")
+        if not offsets:
+            return
+        self._events.raise_if_fatal("commit")
+        ks = [KTP(tp.topic, tp.partition, off) for tp, off in offsets.items()]
+        try:
+            result = self._c.commit(offsets=ks, asynchronous=False)
+        except KafkaException as exc:
+            raise to_log_error(exc, f"committing offsets for group {self._group}") from None
+        for k in result or ():
+            if k.error is not None:
+                raise to_log_error(k.error, f"committing {k.topic}[{k.partition}] for group {self._group}")
+
+    def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        if self._group is None or not partitions:
+            return dict.fromkeys(partitions)
+        try:
+            result = self._c.committed(
+                [KTP(tp.topic, tp.partition) for tp in partitions], timeout=self._timeout
+            )
+        except KafkaException as exc:
+            raise to_log_error(exc, f"committed offsets of group {self._group}") from None
+        out: dict[TopicPartition, int | None] = {}
+        for k in result:
+            if k.error is not None:
+                raise to_log_error(k.error, f"committed offset of {k.topic}[{k.partition}]")
+            out[_tp(k)] = int(k.offset) if k.offset >= 0 else None
+        return out
+
+    # -- flow control -----------------------------------------------------------------
+
+    def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        # Partitions no longer assigned (a rebalance got there first) are
+        # skipped rather than failing the caller.
+        tps = [tp for tp in partitions if tp in self._assigned]
+        self._paused.update(tps)
+        ks = [KTP(tp.topic, tp.partition) for tp in tps if tp not in self._assigning]
+        if ks:
+            try:
+                self._c.pause(ks)
+            except KafkaException as exc:
+                raise to_log_error(exc, "pausing partitions") from None
+
+    def resume(self, partitions: Sequence[TopicPartition]) -> None:
+        tps = [tp for tp in partitions if tp in self._paused]
+        self._paused.difference_update(tps)
+        ks = [KTP(tp.topic, tp.partition) for tp in tps if tp in self._assigned and tp not in self._assigning]
+        if ks:
+            try:
+                self._c.resume(ks)
+            except KafkaException as exc:
+                raise to_log_error(exc, "resuming partitions") from None
+
+    def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        if not partitions:
+            return {}
+        # One ListOffsets round trip for all partitions ("latest" = -1),
+        # rather than a watermark query per partition.
+        try:
+            result = self._c.offsets_for_times(
+                [KTP(tp.topic, tp.partition, OFFSET_END) for tp in partitions], timeout=self._timeout
+            )
+        except KafkaException as exc:
+            raise to_log_error(exc, "end offsets") from None
+        out: dict[TopicPartition, int] = {}
+        for k in result:
+            if k.error is not None:
+                raise to_log_error(k.error, f"end offset of {k.topic}[{k.partition}]")
+            out[_tp(k)] = int(k.offset)
+        return out
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            # Leaves the group; the listener hears about the revoked partitions.
+            self._c.close()
+        except Exception:
+            log.exception("error while closing consumer (group %s)", self._group)
+        self._assigned.clear()

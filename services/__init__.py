@@ -1,0 +1,29 @@
+"""Real services (Kafka, and later HDFS, OpenSearch, Redis) on loopback for tests and local runs.
+
+``get_service("kafka")`` returns the class; ``python -m services`` is the
+command-line front end.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from services.base import Service, ServiceError
+
+__all__ = ["SERVICES", "Service", "ServiceError", "get_service"]
+
+# name -> "module:Class"; imported on demand so that fetching one service
+# never needs another's client libraries.
+SERVICES: dict[str, str] = {
+    "kafka": "services.kafka:KafkaService",
+}
+
+
+def get_service(name: str) -> type[Service]:
+    try:
+        target = SERVICES[name]
+    except KeyError:
+        raise ServiceError(f"unknown service {name!r}; known: {', '.join(sorted(SERVICES))}") from None
+    module, _, attr = target.partition(":")
+    cls: type[Service] = getattr(importlib.import_module(module), attr)
+    return cls

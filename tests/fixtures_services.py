@@ -1,0 +1,44 @@
+"""Pytest fixtures that start real services once per test session.
+
+Loaded from tests/conftest.py with ``pytest_plugins = ["tests.fixtures_services"]``.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from services.kafka import KafkaService
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[KafkaService]:
+    """One single-node Kafka broker for the whole session.
+
+    Tests that stop or kill it must ``start()`` it again before they end;
+    topics and groups persist across such restarts.
+    """
+    svc = KafkaService()
+    svc.start()
+    try:
+        yield svc
+    finally:
+        svc.cleanup()
+
+
+@pytest.fixture
+def unique_topic(request: pytest.FixtureRequest) -> Callable[..., str]:
+    """A factory of topic (or group) names no other test uses: ``unique_topic("orders")``.
+
+    Names carry the test's name so that a broker log or a leftover topic
+    points back at the test that made it.
+    """
+    test = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name)[:80].strip("-")
+
+    def make(prefix: str = "t") -> str:
+        return f"{prefix}-{test}-{uuid.uuid4().hex[:8]}"
+
+    return make
