@@ -24,6 +24,7 @@ __all__ = [
     "ConsumerRecord",
     "DeliveryCallback",
     "FetchedBatch",
+    "InvalidTopicError",
     "LogError",
     "LogBackend",
     "NewTopic",
@@ -55,6 +56,10 @@ class TopicExistsError(LogError):
 
 class UnknownTopicError(LogError):
     pass
+
+
+class InvalidTopicError(LogError):
+    """A topic name the log cannot accept (Kafka's InvalidTopicException)."""
 
 
 @attrs.frozen
