@@ -32,7 +32,7 @@ class ConnectRecord:
         "value_schema",
         "value",
         "timestamp",
-        "headers",
+        "_headers",
     )
 
     def __init__(
@@ -53,12 +53,23 @@ class ConnectRecord:
         self.value_schema = value_schema
         self.value = value
         self.timestamp = timestamp
-        if headers is None:
-            self.headers = ConnectHeaders()
-        elif isinstance(headers, ConnectHeaders):
-            self.headers = headers
-        else:
-            self.headers = ConnectHeaders(headers)
+        # made on first use: most records never carry headers, and this is the per-record hot path
+        self._headers: ConnectHeaders | None = (
+            headers if headers is None or isinstance(headers, ConnectHeaders) else ConnectHeaders(headers)
+        )
+
+    @property
+    def headers(self) -> ConnectHeaders:
+        if self._headers is None:
+            self._headers = ConnectHeaders()
+        return self._headers
+
+    @headers.setter
+    def headers(self, value: ConnectHeaders) -> None:
+        self._headers = value
+
+    def has_headers(self) -> bool:
+        return bool(self._headers)
 
     def new_record(
         self,
@@ -82,7 +93,7 @@ class ConnectRecord:
             "value_schema": self.value_schema,
             "value": self.value,
             "timestamp": self.timestamp,
-            "headers": self.headers.duplicate(),
+            "headers": self._headers.duplicate() if self._headers is not None else None,
         }
         for name, value in changes.items():
             if value is not _UNSET and not (name == "topic" and value is None):
@@ -105,7 +116,7 @@ class ConnectRecord:
             and self.value_schema == other.value_schema
             and self.value == other.value
             and self.timestamp == other.timestamp
-            and self.headers == other.headers
+            and (self._headers or ConnectHeaders()) == (other._headers or ConnectHeaders())
         )
 
     __hash__ = None  # type: ignore[assignment]

@@ -456,13 +456,13 @@ class Decimal:
 
     @staticmethod
     def from_logical(schema: Schema, value: _decimal.Decimal) -> bytes:
+        """The minimal big-endian two's-complement bytes of the unscaled value, as Java's BigInteger writes."""
         scale = Decimal.scale(schema)
-        unscaled = int(value.scaleb(scale).to_integral_value())
-        if value.as_tuple().exponent != -scale and value != value.quantize(
-            _decimal.Decimal(1).scaleb(-scale)
-        ):
-            raise DataException(f"Decimal value has mismatching scale for given Decimal schema: {value}")
-        length = max(1, (unscaled.bit_length() + 8) // 8)
+        exponent = value.as_tuple().exponent
+        if not isinstance(exponent, int) or exponent != -scale:
+            raise DataException("Decimal value has mismatching scale for given Decimal schema")
+        unscaled = int(value.scaleb(scale))
+        length = ((unscaled if unscaled >= 0 else ~unscaled).bit_length() + 8) // 8
         return unscaled.to_bytes(length, "big", signed=True)
 
     @staticmethod

@@ -83,7 +83,7 @@ class AbstractHerder(Herder):
             info = self.plugins.lookup(config.get("connector.class", ""))
         except ConfigException:
             return ConnectorType.UNKNOWN
-        if info is None or info.type not in ("source", "sink"):
+        if info is None or not {"source", "sink"} & set(info.kinds):
             return ConnectorType.UNKNOWN
         return ConnectorType(connector_type(info.cls))
 
@@ -97,7 +97,7 @@ class AbstractHerder(Herder):
             info = self.plugins.lookup(plugin)
         except ConfigException as exc:
             raise BadRequestError(str(exc)) from exc
-        if info is None or info.type not in _PLUGIN_KINDS:
+        if info is None or not set(info.kinds) & set(_PLUGIN_KINDS):
             raise NotFoundError(f"Unknown plugin {plugin}.")
         try:
             definition = info.cls().config()

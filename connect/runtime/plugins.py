@@ -52,8 +52,9 @@ _PLUGIN_TYPES: tuple[tuple[type, str], ...] = (
 @attrs.frozen
 class PluginInfo:
     cls: type
-    type: str
+    type: str  # the first kind, for display
     full_name: str
+    kinds: tuple[str, ...] = ()  # every kind the class serves (a StringConverter is also a header converter)
 
     @property
     def version(self) -> str:
@@ -63,11 +64,13 @@ class PluginInfo:
             return "unknown"
 
 
+def plugin_kinds(cls: type) -> tuple[str, ...]:
+    return tuple(name for base, name in _PLUGIN_TYPES if issubclass(cls, base))
+
+
 def plugin_type(cls: type) -> str | None:
-    for base, name in _PLUGIN_TYPES:
-        if issubclass(cls, base):
-            return name
-    return None
+    kinds = plugin_kinds(cls)
+    return kinds[0] if kinds else None
 
 
 class PluginRegistry:
@@ -129,13 +132,14 @@ class PluginRegistry:
                 self._register_tree(value)
 
     def register(self, cls: type) -> PluginInfo | None:
-        kind = plugin_type(cls)
-        if kind is None or inspect.isabstract(cls):
+        kinds = plugin_kinds(cls)
+        if not kinds or inspect.isabstract(cls):
             return None
+        kind = kinds[0]
         full = f"{cls.__module__}.{cls.__qualname__}"
         if full in self._by_name:
             return self._by_name[full]
-        info = PluginInfo(cls, kind, full)
+        info = PluginInfo(cls, kind, full, kinds)
         self._by_name[full] = info
         parts = full.split(".")
         for i in range(1, len(parts)):
@@ -146,10 +150,10 @@ class PluginRegistry:
 
     # --- lookup ----------------------------------------------------------------------------
     def plugins(self, kinds: Iterable[str] | None = None) -> list[PluginInfo]:
+        """One entry per (plugin, kind): a class serving two kinds is listed under each, as Kafka does."""
         wanted = set(kinds) if kinds is not None else None
-        return sorted(
-            (p for p in self._by_name.values() if wanted is None or p.type in wanted), key=lambda p: p.full_name
-        )
+        out = [attrs.evolve(p, type=k) for p in self._by_name.values() for k in p.kinds if wanted is None or k in wanted]
+        return sorted(out, key=lambda p: (p.full_name, p.type))
 
     def lookup(self, name: str) -> PluginInfo | None:
         """The plugin a class name or alias names, or None."""
@@ -188,7 +192,7 @@ class PluginRegistry:
         info = self.lookup(name) if name and name.strip() else None
         if info is None:
             raise ConfigException(config_key, name, f"Class {name} could not be found among the installed plugins")
-        if info.type not in kinds:
+        if not set(info.kinds) & set(kinds):
             raise ConfigException(config_key, name, f"{info.full_name} is a {info.type}, not a {' or '.join(kinds)}")
         return info.cls
 

@@ -121,11 +121,11 @@ class WorkerSourceTask(WorkerTask):
                 out = chain.apply(record) if chain is not None else record
                 if out is not None:
                     stage = Stage.KEY_CONVERTER
-                    key = key_conv(out.topic, out.key_schema, out.key, out.headers)
+                    key = key_conv(out.topic, out.key_schema, out.key, out._headers)
                     stage = Stage.VALUE_CONVERTER
-                    value = value_conv(out.topic, out.value_schema, out.value, out.headers)
+                    value = value_conv(out.topic, out.value_schema, out.value, out._headers)
                     stage = Stage.HEADER_CONVERTER
-                    headers = self._convert_headers(out) if out.headers else None
+                    headers = self._convert_headers(out) if out.has_headers() else None
             except Exception as exc:  # noqa: BLE001 - failures go through the error handler
                 converted = self.errors.retry(stage, self._plugin_class(stage), lambda r=record: self._convert(r),
                                               exc, source_record=record)
@@ -151,7 +151,7 @@ class WorkerSourceTask(WorkerTask):
             return None
         key = self.converters.key.from_connect_data(out.topic, out.key_schema, out.key, out.headers)
         value = self.converters.value.from_connect_data(out.topic, out.value_schema, out.value, out.headers)
-        return out, key, value, (self._convert_headers(out) if out.headers else None)
+        return out, key, value, (self._convert_headers(out) if out.has_headers() else None)
 
     def _convert_headers(self, record: SourceRecord) -> tuple[tuple[str, bytes | None], ...]:
         conv = self.converters.header.from_connect_header

@@ -1,0 +1,58 @@
+"""ByteArrayConverter: passes raw bytes through untouched."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from connect.api import (
+    AbstractConfig,
+    ConfigDef,
+    ConnectHeaders,
+    Converter,
+    DataException,
+    HeaderConverter,
+    Schema,
+    SchemaAndValue,
+    Type,
+)
+from plugins.converters.string import converter_config_def, plugin_version, typed_configs
+
+__all__ = ["ByteArrayConverter"]
+
+_CONFIG_DEF = converter_config_def()
+
+
+class ByteArrayConverter(Converter, HeaderConverter):
+    """Writes BYTES values as they are and reads any bytes back as an optional BYTES value."""
+
+    def version(self) -> str:
+        return plugin_version()
+
+    def config(self) -> ConfigDef:
+        return ConfigDef(_CONFIG_DEF)
+
+    def configure(self, configs: Mapping[str, Any], is_key: bool | None = None) -> None:
+        AbstractConfig(_CONFIG_DEF, typed_configs(configs, is_key))
+
+    def from_connect_data(
+        self, topic: str, schema: Schema | None, value: Any, headers: ConnectHeaders | None = None
+    ) -> bytes | None:
+        if schema is not None and schema.type is not Type.BYTES:
+            raise DataException(f"Invalid schema type for ByteArrayConverter: {schema.type.name}")
+        if value is None or type(value) is bytes:
+            return value
+        if isinstance(value, bytearray | memoryview):
+            return bytes(value)
+        raise DataException(f"ByteArrayConverter is not compatible with objects of type {type(value).__qualname__}")
+
+    def to_connect_data(
+        self, topic: str, value: bytes | None, headers: ConnectHeaders | None = None
+    ) -> SchemaAndValue:
+        return SchemaAndValue(Schema.OPTIONAL_BYTES_SCHEMA, value)
+
+    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: Any) -> bytes | None:
+        return self.from_connect_data(topic, schema, value)
+
+    def to_connect_header(self, topic: str, header_key: str, value: bytes | None) -> SchemaAndValue:
+        return self.to_connect_data(topic, value)

@@ -1,0 +1,166 @@
+"""FileStreamSinkConnector and its task: append each record's value to a file (or stdout) as a line.
+
+Values are written as text: strings as they are, booleans as ``true``/``false``,
+bytes decoded as UTF-8, anything else with ``str()``. A null value (a tombstone)
+writes nothing; Kafka's PrintStream would write the text ``null``. ``put``
+buffers a whole batch in one write; ``flush`` flushes and fsyncs the file (and,
+once after creating it, its directory), so offsets committed after a flush
+never run ahead of what is on disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, BinaryIO
+
+from connect.api import (
+    AbstractConfig,
+    ConfigDef,
+    ConfigType,
+    ConnectException,
+    Importance,
+    SinkConnector,
+    SinkRecord,
+    SinkTask,
+    Task,
+    TopicPartition,
+)
+
+__all__ = ["FileStreamSinkConnector", "FileStreamSinkTask"]
+
+log = logging.getLogger(__name__)
+
+FILE_CONFIG = "file"
+
+CONFIG_DEF = ConfigDef().define(
+    FILE_CONFIG,
+    ConfigType.STRING,
+    None,
+    importance=Importance.HIGH,
+    documentation="The file to append to. Without it the task writes to standard output.",
+)
+
+_BUFFER = 1 << 20
+
+
+def _version() -> str:
+    # imported late: the package imports this module while it is still initialising
+    from plugins.file import __version__
+
+    return __version__
+
+
+class FileStreamSinkConnector(SinkConnector):
+    """Writes the records of its topics to one file; every task appends to it."""
+
+    def __init__(self) -> None:
+        self._props: dict[str, str] = {}
+
+    def version(self) -> str:
+        return _version()
+
+    def config(self) -> ConfigDef:
+        return ConfigDef(CONFIG_DEF)
+
+    def start(self, props: Mapping[str, str]) -> None:
+        AbstractConfig(CONFIG_DEF, props)  # a bad config fails here, before any task starts
+        self._props = dict(props)
+
+    def task_class(self) -> type[Task]:
+        return FileStreamSinkTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self._props) for _ in range(max_tasks)]
+
+    def stop(self) -> None:
+        pass  # nothing runs in the connector itself
+
+    def alter_offsets(
+        self, connector_config: Mapping[str, str], offsets: Mapping[TopicPartition, int | None]
+    ) -> bool:
+        return True  # the file holds no offsets of its own, so any change is fine
+
+
+def _line(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
+
+
+class FileStreamSinkTask(SinkTask):
+    """Appends one line per record value; durable as of each flush."""
+
+    def __init__(self) -> None:
+        self._filename: str | None = None
+        self._out: BinaryIO | None = None
+        self._sync_directory = False  # the file was created: its directory entry needs one fsync too
+
+    def version(self) -> str:
+        return _version()
+
+    def start(self, props: Mapping[str, str]) -> None:
+        self._filename = AbstractConfig(CONFIG_DEF, props).get_string(FILE_CONFIG) or None
+        if self._filename is None:
+            log.info("FileStreamSinkTask writing to stdout")
+            return
+        try:
+            created = not os.path.exists(self._filename)
+            self._out = open(self._filename, "ab", buffering=_BUFFER)  # closed in stop()
+        except OSError as exc:
+            raise ConnectException(f"Couldn't find or create file '{self._filename}' for FileStreamSinkTask") from exc
+        self._sync_directory = created
+        log.info("FileStreamSinkTask appending to %s", self._filename)
+
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        lines = [_line(r.value) if type(r.value) is not str else r.value for r in records if r.value is not None]
+        if not lines:
+            return
+        lines.append("")  # so the joined text ends with a newline
+        text = "\n".join(lines)
+        if self._filename is None:  # stdout, through its text layer so it interleaves with other output
+            sys.stdout.write(text)
+            return
+        if self._out is None:
+            raise ConnectException(f"FileStreamSinkTask for {self._filename} is stopped")
+        try:
+            data = text.encode()
+        except UnicodeEncodeError:  # a lone surrogate; Java writes '?' for it
+            data = text.encode("utf-8", "replace")
+        self._out.write(data)
+
+    def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
+        if self._filename is None:
+            sys.stdout.flush()
+            return
+        if self._out is None:
+            return  # stopped: stop() already made everything durable
+        self._out.flush()
+        os.fsync(self._out.fileno())
+        if self._sync_directory:
+            self._fsync_directory()
+            self._sync_directory = False
+
+    def _fsync_directory(self) -> None:
+        directory = os.path.dirname(os.path.abspath(self._filename or "."))
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def stop(self) -> None:
+        out, self._out = self._out, None
+        if out is None:
+            return
+        try:
+            out.flush()
+            os.fsync(out.fileno())  # a flush() after stop() finds nothing left to make durable
+        finally:
+            out.close()
