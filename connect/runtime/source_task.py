@@ -76,6 +76,8 @@ class WorkerSourceTask(WorkerTask):
                 continue
             if batch is None:
                 batch = self.task.poll()
+            if self.is_paused:
+                continue  # paused while polling: hold the batch until resumed
             if batch:
                 self._send(batch)
             batch = None

@@ -194,12 +194,9 @@ def test_restart_keeps_rest_created_connectors_state_and_offsets(tmp_path):
         _wait_state(c, "paused-src", "PAUSED")
         time.sleep(1.5)  # one offset flush interval
     w.stop()
-    w2 = Worker(tmp_path)
-    w2.port = w.port
-    w2.cfg = w.cfg
-    w2.start()
+    w.start()  # same worker config, same log directory
     try:
-        with w2.http() as c:
+        with w.http() as c:
             assert c.get("/connectors").json() == ["paused-src", "snk", "src"]
             _wait_state(c, "paused-src", "PAUSED")
             _wait_state(c, "src", "RUNNING")
@@ -210,7 +207,7 @@ def test_restart_keeps_rest_created_connectors_state_and_offsets(tmp_path):
             # offsets survived: nothing was re-read
             assert sink_file.read_text().splitlines() == [f"x{i}" for i in range(200)] + ["y0"]
     finally:
-        w2.stop()
+        w.stop()
 
 
 def test_bad_requests_get_clear_4xx(worker, tmp_path):
