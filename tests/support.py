@@ -65,6 +65,7 @@ class CliProcess:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(self.args, cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                         stdin=subprocess.DEVNULL,
                                          start_new_session=True)
         return self
 

@@ -16,6 +16,7 @@ from flask.testing import FlaskClient
 
 from rest import RestServer, create_app
 from tests.rest.rest_fake_herder import FakeHerder
+from tests.support import connect_standalone, free_port, rest_ready, wait_until, worker_properties
 
 LOOPBACK_CONFIG = {"listeners": "http://127.0.0.1:0"}
 
@@ -47,10 +48,25 @@ def live_server() -> Iterator[RestServer]:
         server.stop()
 
 
-@pytest.fixture(scope="module")
-def rest_base_url(request: pytest.FixtureRequest) -> str:
+@pytest.fixture(scope="module", params=["fake-herder", "connect-standalone"])
+def rest_base_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The live-server tests run twice: over a FakeHerder, and against a real ``connect-standalone`` process."""
     external = os.environ.get("HEADRACE_TEST_REST_URL")
     if external:
-        return external.rstrip("/")
-    server: RestServer = request.getfixturevalue("live_server")
-    return server.url
+        yield external.rstrip("/")
+        return
+    if request.param == "fake-herder":
+        server: RestServer = request.getfixturevalue("live_server")
+        yield server.url
+        return
+    work = tmp_path_factory.mktemp("standalone")
+    port = free_port()
+    proc = connect_standalone(work, worker_properties(work, port))
+    try:
+        wait_until(lambda: rest_ready(port) or not proc.alive(), 60, what="connect-standalone REST")
+        assert proc.alive(), proc.log()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        code = proc.terminate()
+    assert code == 0, proc.log()[-5000:]
+    assert "Traceback" not in proc.log(), proc.log()[-5000:]

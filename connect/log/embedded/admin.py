@@ -1,0 +1,57 @@
+"""The embedded log's admin client: topics, group offsets and the cluster id, over the stores."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from connect.api.topic_partition import TopicPartition
+from connect.log.api import Admin, LogError, NewTopic, TopicDescription
+from connect.log.embedded.coordinator import group_has_members
+from connect.log.embedded.groups import GroupOffsetStore
+from connect.log.embedded.topics import TopicStore
+
+
+class EmbeddedAdmin(Admin):
+    def __init__(self, store: TopicStore, offsets: GroupOffsetStore) -> None:
+        self._store = store
+        self._offsets = offsets
+
+    def create_topic(self, topic: NewTopic, exist_ok: bool = False) -> None:
+        # replication_factor means nothing for a single copy on local disk
+        self._store.create(topic.name, topic.partitions, topic.configs, exist_ok=exist_ok)
+
+    def list_topics(self, include_internal: bool = False) -> list[str]:
+        return self._store.list(include_internal)
+
+    def describe_topic(self, name: str) -> TopicDescription:
+        meta = self._store.reload_meta(name)  # what is on disk now, not what we cached
+        offsets = {}
+        for p in range(meta.partitions):
+            plog = self._store.partition_log(name, p)
+            offsets[p] = (plog.start_offset(), plog.end_offset())
+        config = self._store.topic_config(meta)
+        return TopicDescription(name, meta.partitions, dict(config.effective), offsets)
+
+    def delete_topic(self, name: str) -> None:
+        self._store.delete(name)
+
+    def list_group_offsets(self, group: str) -> dict[TopicPartition, int]:
+        return self._offsets.read(group)
+
+    def _require_empty(self, group: str) -> None:
+        if group_has_members(self._store.root, group):
+            raise LogError(f"Group {group!r} has active members in this process; stop them first")
+
+    def alter_group_offsets(self, group: str, offsets: Mapping[TopicPartition, int | None]) -> None:
+        self._require_empty(group)
+        self._offsets.commit(group, offsets)
+
+    def delete_group(self, group: str) -> None:
+        self._require_empty(group)
+        self._offsets.delete(group)
+
+    def cluster_id(self) -> str:
+        return self._store.cluster_id()
+
+    def close(self) -> None:
+        pass

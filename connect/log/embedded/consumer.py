@@ -1,0 +1,402 @@
+"""The embedded log's consumer: positions, fetching into column batches, groups and commits.
+
+``poll`` reads each assigned partition from where it stands, hands back at
+most ``max_records`` records as one FetchedBatch per partition, and when
+nothing is there waits for new data: it is woken at once by appends from
+this process and otherwise looks again every few milliseconds (appends by
+other processes are only seen that way).
+
+With ``subscribe`` the consumer is a member of an in-process group (see
+coordinator.py); partition changes reach the RebalanceListener from inside
+``poll`` on the caller's thread. Settings follow Kafka's names and defaults:
+``auto.offset.reset`` (latest), ``enable.auto.commit`` (true, with a group),
+``auto.commit.interval.ms`` (5000), ``max.partition.fetch.bytes`` (1 MiB).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import re
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from connect.api.topic_partition import TopicPartition
+from connect.log.api import Consumer, FetchedBatch, LogError, RebalanceListener, UnknownTopicError
+from connect.log.embedded.codec import DecodedBatch
+from connect.log.embedded.config import client_bool, client_int
+from connect.log.embedded.coordinator import GroupCoordinator, coordinator_for
+from connect.log.embedded.groups import GroupOffsetStore
+from connect.log.embedded.partition import OffsetOutOfRange, PartitionLog
+from connect.log.embedded.reader import PartitionReader
+from connect.log.embedded.signals import DirSignals
+from connect.log.embedded.topics import TopicStore, topic_partition_counts
+
+log = logging.getLogger(__name__)
+
+# A waiting poll is woken at once by appends of this process; for those of
+# other processes it looks again after a pause that grows while the log stays
+# idle, from 2 ms up to 25 ms, so idle consumers cost little.
+_MIN_IDLE_WAIT_S = 0.002
+_MAX_IDLE_WAIT_S = 0.025
+
+
+class _Partition:
+    __slots__ = ("buffer", "log", "paused", "position", "reader", "tp")
+
+    def __init__(self, tp: TopicPartition) -> None:
+        self.tp = tp
+        self.log: PartitionLog | None = None
+        self.reader: PartitionReader | None = None
+        self.position: int | None = None  # None: decide from the committed offset or the reset policy
+        self.paused = False
+        self.buffer: collections.deque[DecodedBatch] = collections.deque()
+
+
+def _take(batch: DecodedBatch, k: int) -> tuple[DecodedBatch, DecodedBatch]:
+    """Split a batch after its first ``k`` records."""
+    hdrs = batch.headers
+    head = batch._replace(
+        offsets=batch.offsets[:k], timestamps=batch.timestamps[:k], keys=batch.keys[:k],
+        values=batch.values[:k], headers=hdrs[:k] if hdrs is not None else None,
+        last_offset=batch.offsets[k - 1],
+    )
+    tail = batch._replace(
+        offsets=batch.offsets[k:], timestamps=batch.timestamps[k:], keys=batch.keys[k:],
+        values=batch.values[k:], headers=hdrs[k:] if hdrs is not None else None,
+    )
+    return head, tail
+
+
+def _to_fetched(tp: TopicPartition, pieces: list[DecodedBatch]) -> list[FetchedBatch]:
+    """Join consecutive decoded batches of one partition into as few FetchedBatches as possible."""
+    out = []
+    for ts_type, run_iter in itertools.groupby(pieces, key=lambda b: b.timestamp_type):
+        run = list(run_iter)
+        if len(run) == 1:
+            b = run[0]
+            out.append(FetchedBatch(tp.topic, tp.partition, b.offsets, b.timestamps, b.keys, b.values,
+                                    b.headers, ts_type))
+            continue
+        offsets: Sequence[int]
+        contiguous = all(isinstance(b.offsets, range) for b in run) and all(
+            prev.offsets[-1] + 1 == nxt.offsets[0] for prev, nxt in itertools.pairwise(run)
+        )
+        if contiguous:
+            offsets = range(run[0].offsets[0], run[-1].offsets[-1] + 1)
+        else:
+            offsets = list(itertools.chain.from_iterable(b.offsets for b in run))
+        timestamps = list(itertools.chain.from_iterable(b.timestamps for b in run))
+        keys = list(itertools.chain.from_iterable(b.keys for b in run))
+        values = list(itertools.chain.from_iterable(b.values for b in run))
+        headers = None
+        if any(b.headers is not None for b in run):
+            headers = list(itertools.chain.from_iterable(
+                b.headers if b.headers is not None else [()] * len(b.offsets) for b in run
+            ))
+        out.append(FetchedBatch(tp.topic, tp.partition, offsets, timestamps, keys, values, headers, ts_type))
+    return out
+
+
+class EmbeddedConsumer(Consumer):
+    def __init__(
+        self,
+        store: TopicStore,
+        offsets: GroupOffsetStore,
+        signals: DirSignals,
+        group_id: str | None,
+        config: Mapping[str, Any],
+    ) -> None:
+        self._store = store
+        self._offsets = offsets
+        self._signals = signals
+        self._group = group_id or None
+        reset = str(config.get("auto.offset.reset") or "latest").strip().lower()
+        if reset not in ("earliest", "latest", "none"):
+            raise LogError(f"Invalid value {reset!r} for auto.offset.reset")
+        self._reset = reset
+        self._fetch_bytes = max(1, client_int(config, "max.partition.fetch.bytes", 1 << 20))
+        self._auto_commit = self._group is not None and client_bool(config, "enable.auto.commit", True)
+        self._commit_interval = client_int(config, "auto.commit.interval.ms", 5000) / 1000.0
+        self._metadata_interval = client_int(config, "metadata.max.age.ms", 5000) / 1000.0
+        self._next_auto_commit = time.monotonic() + self._commit_interval
+        self._parts: dict[TopicPartition, _Partition] = {}
+        self._rotation = 0
+        self._idle_wait = _MIN_IDLE_WAIT_S
+        self._subscribed = False
+        self._coord: GroupCoordinator | None = None
+        self._member_id: int | None = None
+        self._leave: weakref.finalize | None = None
+        self._listener: RebalanceListener | None = None
+        self._closed = False
+
+    # -- assignment ------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogError("consumer is closed")
+
+    def subscribe(
+        self,
+        topics: Sequence[str] | None = None,
+        pattern: str | re.Pattern[str] | None = None,
+        listener: RebalanceListener | None = None,
+    ) -> None:
+        self._check_open()
+        if self._group is None:
+            raise LogError("subscribe needs a group id")
+        if self._parts and not self._subscribed:
+            raise LogError("subscribe and assign cannot be mixed; the consumer is already assigned")
+        if (topics is None) == (pattern is None):
+            raise LogError("subscribe needs either topics or a pattern")
+        compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+        self._listener = listener
+        coord = self._coordinator()
+        if self._member_id is None:
+            self._member_id = coord.join(topics, compiled)
+            # a consumer dropped without close() must not hold its partitions forever
+            self._leave = weakref.finalize(self, coord.leave, self._member_id)
+        else:
+            coord.resubscribe(self._member_id, topics, compiled)
+        self._subscribed = True
+
+    def _coordinator(self) -> GroupCoordinator:
+        if self._coord is None:
+            root = self._store.root
+            self._coord = coordinator_for(root, self._group or "", lambda: topic_partition_counts(root),
+                                          self._signals, self._metadata_interval)
+        return self._coord
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        self._check_open()
+        if self._subscribed:
+            raise LogError("subscribe and assign cannot be mixed; the consumer is subscribed")
+        wanted = [TopicPartition(*tp) for tp in partitions]
+        self._parts = {tp: self._parts.get(tp) or _Partition(tp) for tp in wanted}
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._parts)
+
+    def _sync_group(self) -> None:
+        """Play this member's part of a rebalance: give up what moved away, take what arrived."""
+        if self._member_id is None:
+            return
+        coord = self._coordinator()
+        coord.maybe_refresh()
+        revoked = coord.pending_revocations(self._member_id)
+        if revoked:
+            try:
+                if self._auto_commit:
+                    self._commit_positions(revoked)
+                if self._listener is not None:
+                    self._listener.on_partitions_revoked(list(revoked))
+            finally:
+                for tp in revoked:
+                    self._parts.pop(tp, None)
+                coord.confirm_revoked(self._member_id, revoked)
+        assigned = coord.claim_assignments(self._member_id)
+        if assigned:
+            for tp in assigned:
+                self._parts[tp] = _Partition(tp)
+            if self._listener is not None:
+                self._listener.on_partitions_assigned(list(assigned))
+
+    # -- positions -------------------------------------------------------------
+
+    def _state(self, tp: TopicPartition) -> _Partition:
+        st = self._parts.get(TopicPartition(*tp))
+        if st is None:
+            raise LogError(f"{tp} is not assigned to this consumer")
+        return st
+
+    def _open(self, st: _Partition) -> PartitionLog:
+        """The partition's log, reopened if its topic was deleted (and perhaps re-created) meanwhile."""
+        if st.log is None or st.log.deleted:
+            if st.log is not None:
+                self._store.forget(st.tp.topic)
+                st.position = None  # a re-created topic starts over
+                st.buffer.clear()
+            st.log = self._store.partition_log(st.tp.topic, st.tp.partition)
+            st.reader = PartitionReader(st.log)
+        return st.log
+
+    def _reset_position(self, st: _Partition, why: str) -> None:
+        plog = self._open(st)
+        if self._reset == "earliest":
+            st.position = plog.start_offset()
+        elif self._reset == "latest":
+            st.position = plog.end_offset()
+        else:
+            raise LogError(f"{why} for {st.tp} and auto.offset.reset=none")
+        st.buffer.clear()
+
+    def _init_position(self, st: _Partition) -> int:
+        if st.position is None:
+            committed = self._offsets.read(self._group).get(st.tp) if self._group else None
+            if committed is not None:
+                st.position = committed
+            else:
+                self._reset_position(st, "no committed offset")
+        assert st.position is not None
+        return st.position
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        st = self._state(partition)
+        if offset < 0:
+            raise LogError(f"cannot seek {partition} to negative offset {offset}")
+        st.position = offset
+        st.buffer.clear()
+
+    def seek_to_beginning(self, partitions: Sequence[TopicPartition]) -> None:
+        for tp in partitions:
+            st = self._state(tp)
+            st.position = self._open(st).start_offset()
+            st.buffer.clear()
+
+    def position(self, partition: TopicPartition) -> int:
+        return self._init_position(self._state(partition))
+
+    def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        for tp in partitions:
+            self._state(tp).paused = True
+
+    def resume(self, partitions: Sequence[TopicPartition]) -> None:
+        for tp in partitions:
+            self._state(tp).paused = False
+
+    def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        return {
+            TopicPartition(*tp): self._store.partition_log(tp[0], tp[1]).end_offset() for tp in partitions
+        }
+
+    # -- commits ------------------------------------------------------------------
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self._check_open()
+        if self._group is None:
+            raise LogError("commit needs a group id")
+        self._offsets.commit(self._group, {TopicPartition(*tp): int(off) for tp, off in offsets.items()})
+
+    def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        stored = self._offsets.read(self._group) if self._group else {}
+        return {TopicPartition(*tp): stored.get(TopicPartition(*tp)) for tp in partitions}
+
+    def _commit_positions(self, partitions: Sequence[TopicPartition]) -> None:
+        positions = {}
+        for tp in partitions:
+            st = self._parts.get(tp)
+            if st is not None and st.position is not None:
+                positions[tp] = st.position
+        if positions and self._group is not None:
+            self._offsets.commit(self._group, positions)
+
+    def _maybe_auto_commit(self) -> None:
+        if self._auto_commit and time.monotonic() >= self._next_auto_commit:
+            self._commit_positions(list(self._parts))
+            self._next_auto_commit = time.monotonic() + self._commit_interval
+
+    # -- fetching -------------------------------------------------------------------
+
+    def poll(self, timeout: float, max_records: int = 500) -> list[FetchedBatch]:
+        self._check_open()
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            seq = self._signals.data_seq
+            if self._subscribed:
+                self._sync_group()
+            self._maybe_auto_commit()
+            out = self._fetch(max(1, max_records))
+            if out:
+                self._idle_wait = _MIN_IDLE_WAIT_S
+                return out
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return out
+            self._signals.wait(seq, min(remaining, self._idle_wait))
+            self._idle_wait = min(self._idle_wait * 2, _MAX_IDLE_WAIT_S)
+
+    def _fetch(self, budget: int) -> list[FetchedBatch]:
+        states = [st for st in self._parts.values() if not st.paused]
+        if not states:
+            return []
+        start = self._rotation % len(states)
+        self._rotation += 1
+        out: list[FetchedBatch] = []
+        for st in states[start:] + states[:start]:
+            if budget <= 0:
+                break
+            pieces = self._fetch_partition(st, budget)
+            if pieces:
+                budget -= sum(len(p.offsets) for p in pieces)
+                out.extend(_to_fetched(st.tp, pieces))
+        return out
+
+    def _fetch_partition(self, st: _Partition, budget: int) -> list[DecodedBatch]:
+        """Up to ``budget`` records of one partition, reading at most about max.partition.fetch.bytes."""
+        pieces: list[DecodedBatch] = []
+        buffer = st.buffer
+        fetched = 0
+        while budget > 0:
+            if not buffer:
+                if fetched >= self._fetch_bytes or not self._refill(st, self._fetch_bytes - fetched):
+                    break
+                assert st.reader is not None
+                fetched += st.reader.bytes_read
+            batch = buffer[0]
+            n = len(batch.offsets)
+            if n <= budget:
+                buffer.popleft()
+                pieces.append(batch)
+                st.position = batch.last_offset + 1
+                budget -= n
+            else:
+                head, buffer[0] = _take(batch, budget)
+                pieces.append(head)
+                st.position = head.last_offset + 1
+                budget = 0
+        return pieces
+
+    def _refill(self, st: _Partition, max_bytes: int) -> bool:
+        """Read the next batches of a partition into its buffer; False when there was nothing new."""
+        try:
+            self._open(st)
+            position = self._init_position(st)
+            reader = st.reader
+            assert reader is not None
+            try:
+                st.buffer.extend(reader.read(position, max_bytes))
+            except OffsetOutOfRange as e:
+                log.info("Offset %d is out of range [%d, %d] for %s; resetting to %s",
+                         e.offset, e.start, e.end, st.tp, self._reset)
+                self._reset_position(st, f"offset {e.offset} out of range")
+                return False
+        except UnknownTopicError:
+            return False
+        if not st.buffer:
+            # the reader may have passed batches that compaction emptied
+            if reader.next_offset > position:
+                st.position = reader.next_offset
+            return False
+        return True
+
+    # -- shutdown -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            if self._auto_commit:
+                self._commit_positions(list(self._parts))
+            if self._member_id is not None:
+                owned = sorted(self._parts)
+                if owned and self._listener is not None:
+                    self._listener.on_partitions_revoked(owned)
+        finally:
+            if self._leave is not None:
+                self._leave()
+                self._member_id = None
+            self._parts = {}
+            self._closed = True

@@ -1,0 +1,220 @@
+"""Producer and consumer of the embedded log: batching, callbacks, partitioning, positions, waiting."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from connect.api.topic_partition import TopicPartition
+from connect.log.api import LogError, NewTopic, RecordMetadata, UnknownTopicError
+from connect.log.embedded.backend import EmbeddedBackend
+from connect.log.embedded.partitioner import partition_for_key
+
+pytestmark = pytest.mark.timeout(60)
+QUIET = {"log.retention.check.interval.ms": 3_600_000}
+EARLIEST = {"auto.offset.reset": "earliest", "enable.auto.commit": "false"}
+
+
+@pytest.fixture
+def backend(tmp_path):
+    b = EmbeddedBackend(str(tmp_path), QUIET)
+    yield b
+    b.close()
+
+
+def drain(consumer, count: int, max_records: int = 100_000, timeout: float = 10.0):
+    got = []
+    deadline = time.monotonic() + timeout
+    while sum(len(b) for b in got) < count:
+        assert time.monotonic() < deadline, f"only {sum(len(b) for b in got)} of {count} records"
+        got.extend(consumer.poll(0.1, max_records))
+    return got
+
+
+def test_send_round_trip_with_callbacks(backend) -> None:
+    backend.admin().create_topic(NewTopic("t", 1))
+    producer = backend.producer({"linger.ms": "1000"})
+    acks: list[RecordMetadata] = []
+
+    def ack(err, md) -> None:
+        assert err is None
+        acks.append(md)
+
+    producer.send("t", b"v0", key=b"k0", partition=0, timestamp=1000, on_delivery=ack)
+    producer.send("t", None, key=b"k1", partition=0, timestamp=1001,
+                  headers=(("h", b"1"), ("n", None)), on_delivery=ack)
+    producer.send("t", b"", partition=0, timestamp=1002, on_delivery=ack)
+    assert acks == []  # lingering, and callbacks only run in poll/flush
+    assert producer.flush() == 0
+    assert [(m.offset, m.timestamp) for m in acks] == [(0, 1000), (1, 1001), (2, 1002)]
+
+    consumer = backend.consumer(None, EARLIEST)
+    consumer.assign([TopicPartition("t", 0)])
+    (fb,) = drain(consumer, 3)
+    assert list(fb.offsets) == [0, 1, 2]
+    assert fb.values == [b"v0", None, b""]
+    assert fb.keys == [b"k0", b"k1", None]
+    assert fb.timestamps == [1000, 1001, 1002]
+    assert fb.headers == [(), (("h", b"1"), ("n", None)), ()]
+    records = list(fb.records())
+    assert records[1].value is None and records[1].headers == (("h", b"1"), ("n", None))
+    consumer.close()
+    producer.close()
+
+
+def test_keyed_records_follow_murmur2_and_null_keys_rotate_per_batch(backend) -> None:
+    backend.admin().create_topic(NewTopic("t", 3))
+    producer = backend.producer()
+    placed: dict[bytes, int] = {}
+    keys = [b"key-%d" % i for i in range(30)]
+    for k in keys:
+        producer.send("t", b"v", key=k, on_delivery=lambda e, md, k=k: placed.__setitem__(k, md.partition))
+    producer.flush()
+    assert placed == {k: partition_for_key(k, 3) for k in keys}
+    assert len(set(placed.values())) == 3
+    metas: list[RecordMetadata] = []
+
+    metas.clear()
+    for _ in range(3):
+        producer.send("t", b"a", on_delivery=lambda e, md: metas.append(md))
+        producer.send("t", b"b", on_delivery=lambda e, md: metas.append(md))
+        producer.flush()
+    parts = [m.partition for m in metas]
+    assert parts[0::2] == parts[1::2]  # one batch, one partition
+    assert sorted(parts[0::2]) == [0, 1, 2]  # the next batch goes to the next partition
+    producer.close()
+
+
+def test_linger_sends_without_flush_and_batch_size_triggers(backend) -> None:
+    backend.admin().create_topic(NewTopic("t", 1))
+    consumer = backend.consumer(None, EARLIEST)
+    consumer.assign([TopicPartition("t", 0)])
+    producer = backend.producer({"linger.ms": "20"})
+    producer.send("t", b"lingered", partition=0)
+    assert [v for fb in drain(consumer, 1) for v in fb.values] == [b"lingered"]
+
+    big = backend.producer({"linger.ms": "600000", "batch.size": "1000"})
+    for _ in range(20):
+        big.send("t", b"x" * 100, partition=0)
+    # batch.size was reached about every 9 records; those are in the log already
+    assert consumer.end_offsets([TopicPartition("t", 0)])[TopicPartition("t", 0)] >= 1 + 18
+    big.close()
+    producer.close()
+    consumer.close()
+
+
+def test_auto_create_and_its_switch(tmp_path) -> None:
+    backend = EmbeddedBackend(str(tmp_path), {**QUIET, "num.partitions": "2"})
+    producer = backend.producer()
+    producer.send("fresh", b"v")
+    producer.flush()
+    assert backend.admin().describe_topic("fresh").partitions == 2
+    assert producer.partitions_for("fresh") == 2
+    strict = backend.producer({"auto.create.topics.enable": "false"})
+    with pytest.raises(UnknownTopicError):
+        strict.send("missing", b"v")
+    with pytest.raises(UnknownTopicError):
+        strict.send_batch("missing", 0, [b"v"])
+    with pytest.raises(UnknownTopicError):
+        producer.send_batch("fresh", 5, [b"v"])
+    assert "missing" not in backend.admin().list_topics()
+    backend.close()
+    backend = EmbeddedBackend(str(tmp_path), {**QUIET, "auto.create.topics.enable": "false"})
+    with pytest.raises(UnknownTopicError):
+        backend.producer().send("other", b"v")
+    backend.close()
+
+
+def test_send_batch_splits_oversized_batches(backend) -> None:
+    backend.admin().create_topic(NewTopic("t", 1))
+    producer = backend.producer({"max.request.size": "10000"})
+    producer.send_batch("t", 0, [b"%05d" % i + b"z" * 995 for i in range(50)])
+    producer.flush()
+    consumer = backend.consumer(None, EARLIEST)
+    consumer.assign([TopicPartition("t", 0)])
+    got = drain(consumer, 50)
+    assert [o for fb in got for o in fb.offsets] == list(range(50))
+    assert [v[:5] for fb in got for v in fb.values] == [b"%05d" % i for i in range(50)]
+    with pytest.raises(LogError):
+        producer.send_batch("t", 0, [b"x" * 20000])
+    producer.close()
+    consumer.close()
+
+
+def test_max_records_positions_seek_and_pause(backend) -> None:
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    backend.admin().create_topic(NewTopic("t", 2))
+    producer = backend.producer()
+    producer.send_batch("t", 0, [b"a%d" % i for i in range(100)])
+    producer.send_batch("t", 1, [b"b%d" % i for i in range(100)])
+    producer.flush()
+    consumer = backend.consumer(None, EARLIEST)
+    consumer.assign([tp0, tp1])
+    first = consumer.poll(1.0, 30)
+    assert sum(len(fb) for fb in first) == 30
+    for fb in first:
+        assert consumer.position(TopicPartition(fb.topic, fb.partition)) == fb.next_offset
+    consumer.seek(tp0, 95)
+    consumer.pause([tp1])
+    got = drain(consumer, 5)
+    assert [(fb.partition, list(fb.offsets)) for fb in got] == [(0, [95, 96, 97, 98, 99])]
+    assert consumer.poll(0.05) == []
+    consumer.resume([tp1])
+    rest = drain(consumer, 100 - consumer.position(tp1))
+    assert rest[-1].partition == 1 and rest[-1].offsets[-1] == 99
+    consumer.seek_to_beginning([tp0])
+    assert consumer.position(tp0) == 0
+    assert consumer.end_offsets([tp0, tp1]) == {tp0: 100, tp1: 100}
+    with pytest.raises(LogError):
+        consumer.position(TopicPartition("t", 7))
+    consumer.close()
+    producer.close()
+
+
+def test_offset_reset_latest_and_none(backend) -> None:
+    tp = TopicPartition("t", 0)
+    backend.admin().create_topic(NewTopic("t", 1))
+    producer = backend.producer()
+    producer.send_batch("t", 0, [b"old"] * 5)
+    producer.flush()
+    latest = backend.consumer("g", {"enable.auto.commit": "false"})  # Kafka's default: latest
+    latest.assign([tp])
+    assert latest.position(tp) == 5
+    producer.send_batch("t", 0, [b"new"])
+    producer.flush()
+    assert [v for fb in drain(latest, 1) for v in fb.values] == [b"new"]
+    strict = backend.consumer("h", {"auto.offset.reset": "none"})
+    strict.assign([tp])
+    with pytest.raises(LogError):
+        strict.poll(0)
+    strict.seek(tp, 50)  # past the end
+    with pytest.raises(LogError):
+        strict.poll(0)
+    latest.close()
+    strict.close()
+    producer.close()
+
+
+def test_waiting_poll_wakes_on_an_append_from_this_process(backend) -> None:
+    backend.admin().create_topic(NewTopic("t", 1))
+    consumer = backend.consumer(None, EARLIEST)
+    consumer.assign([TopicPartition("t", 0)])
+    producer = backend.producer()
+
+    def later() -> None:
+        time.sleep(0.2)
+        producer.send_batch("t", 0, [b"wake"])
+
+    threading.Thread(target=later).start()
+    t0 = time.monotonic()
+    got = consumer.poll(10.0)
+    waited = time.monotonic() - t0
+    assert [v for fb in got for v in fb.values] == [b"wake"]
+    assert 0.15 < waited < 2.0
+    t0 = time.monotonic()
+    assert consumer.poll(0.1) == []
+    assert time.monotonic() - t0 >= 0.09
+    consumer.close()
+    producer.close()
