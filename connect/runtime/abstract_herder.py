@@ -38,6 +38,7 @@ class AbstractHerder(Herder):
         self.status = status
         self.validator = ConnectorConfigValidator(plugins)
         self._password_keys: dict[tuple, frozenset[str]] = {}
+        self._types: dict[str, ConnectorType] = {}
 
     @property
     def worker_id(self) -> str:
@@ -79,6 +80,14 @@ class AbstractHerder(Herder):
     def connector_type_of(self, config: Mapping[str, str] | None) -> ConnectorType:
         if not config:
             return ConnectorType.UNKNOWN
+        class_name = config.get("connector.class", "")
+        known = self._types.get(class_name)
+        if known is None:
+            known = self._types[class_name] = self._lookup_type(class_name)
+        return known
+
+    def _lookup_type(self, class_name: str) -> ConnectorType:
+        config = {"connector.class": class_name}
         try:
             info = self.plugins.lookup(config.get("connector.class", ""))
         except ConfigException:

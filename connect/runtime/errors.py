@@ -57,7 +57,10 @@ class ErrorMetrics:
     dlq_produce_failures: int = 0
 
     def as_dict(self) -> dict[str, int]:
-        return attrs.asdict(self)
+        return {f: getattr(self, f) for f in _METRIC_FIELDS}
+
+
+_METRIC_FIELDS = tuple(f.name for f in attrs.fields(ErrorMetrics))
 
 
 @attrs.frozen

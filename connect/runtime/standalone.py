@@ -193,7 +193,7 @@ class StandaloneHerder(AbstractHerder):
     def connector_status(self, name: str) -> ConnectorStateInfo:
         config = self._config(name)
         count = len(self.store.snapshot.task_configs.get(name, []))
-        metrics = {tid: m for tid in self.worker.task_ids(name) if (m := self.worker.task_metrics(tid)) is not None}
+        metrics = self.worker.connector_task_metrics(name)
         return self.build_status(name, config, count, metrics)
 
     def task_status(self, task: ConnectorTaskId) -> TaskState:

@@ -34,7 +34,8 @@ class StatusStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._connectors: dict[str, TaskStatus] = {}
-        self._tasks: dict[ConnectorTaskId, TaskStatus] = {}
+        # by connector, so one connector's status costs the same however many connectors there are
+        self._tasks: dict[str, dict[ConnectorTaskId, TaskStatus]] = {}
         self._topics: dict[str, set[str]] = {}
         self.listeners: list[StatusListener] = []
 
@@ -46,7 +47,7 @@ class StatusStore:
 
     def put_task(self, task: ConnectorTaskId, status: TaskStatus) -> None:
         with self._lock:
-            self._tasks[task] = status
+            self._tasks.setdefault(task.connector, {})[task] = status
         for listener in self.listeners:
             listener(task.connector, task, status)
 
@@ -56,11 +57,11 @@ class StatusStore:
 
     def task(self, task: ConnectorTaskId) -> TaskStatus | None:
         with self._lock:
-            return self._tasks.get(task)
+            return self._tasks.get(task.connector, {}).get(task)
 
     def tasks(self, name: str) -> Mapping[ConnectorTaskId, TaskStatus]:
         with self._lock:
-            return {t: s for t, s in self._tasks.items() if t.connector == name}
+            return dict(self._tasks.get(name, {}))
 
     def add_topic(self, connector: str, topic: str) -> None:
         """Record that ``connector`` used ``topic`` (GET /connectors/{c}/topics)."""
@@ -77,11 +78,10 @@ class StatusStore:
 
     def remove_task(self, task: ConnectorTaskId) -> None:
         with self._lock:
-            self._tasks.pop(task, None)
+            self._tasks.get(task.connector, {}).pop(task, None)
 
     def remove_connector(self, name: str) -> None:
         with self._lock:
             self._connectors.pop(name, None)
             self._topics.pop(name, None)
-            for task in [t for t in self._tasks if t.connector == name]:
-                del self._tasks[task]
+            self._tasks.pop(name, None)

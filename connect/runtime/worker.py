@@ -314,6 +314,11 @@ class Worker:
             task = self._tasks.get(task_id)
         return task.metrics() if task is not None else None
 
+    def connector_task_metrics(self, connector: str) -> dict[ConnectorTaskId, dict[str, int | float]]:
+        with self._lock:
+            tasks = [(tid, task) for tid, task in self._tasks.items() if tid.connector == connector]
+        return {tid: task.metrics() for tid, task in tasks}
+
     def connector_names(self) -> list[str]:
         with self._lock:
             return sorted(self._connectors)
