@@ -140,7 +140,15 @@ class SourceRecord(ConnectRecord):
         timestamp: int | None = None,
         headers: ConnectHeaders | Iterable[Header] | None = None,
     ) -> None:
-        super().__init__(topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers)
+        # the base fields are set inline: records are made once per message, so the call matters
+        self.topic = topic
+        self.kafka_partition = kafka_partition
+        self.key_schema = key_schema
+        self.key = key
+        self.value_schema = value_schema
+        self.value = value
+        self.timestamp = timestamp
+        self._headers = headers if headers is None or isinstance(headers, ConnectHeaders) else ConnectHeaders(headers)
         self.source_partition = source_partition
         self.source_offset = source_offset
 
@@ -213,7 +221,14 @@ class SinkRecord(ConnectRecord):
         original_kafka_partition: int | None = None,
         original_kafka_offset: int | None = None,
     ) -> None:
-        super().__init__(topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers)
+        self.topic = topic
+        self.kafka_partition = kafka_partition
+        self.key_schema = key_schema
+        self.key = key
+        self.value_schema = value_schema
+        self.value = value
+        self.timestamp = timestamp
+        self._headers = headers if headers is None or isinstance(headers, ConnectHeaders) else ConnectHeaders(headers)
         self.kafka_offset = kafka_offset
         self.timestamp_type = timestamp_type
         self.original_topic = original_topic if original_topic is not None else topic

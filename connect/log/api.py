@@ -177,13 +177,17 @@ class Producer(abc.ABC):
     def send_batch(
         self,
         topic: str,
-        partition: int,
+        partition: int | None,
         values: Sequence[bytes | None],
         keys: Sequence[bytes | None] | None = None,
         timestamps: Sequence[int] | None = None,
         headers: Sequence[Headers] | None = None,
     ) -> None:
-        """Queue many records for one partition; acked by the next ``flush``."""
+        """Queue many records; acked by the next ``flush``.
+
+        ``partition`` None lets the producer choose as ``send`` would (by key, else sticky).
+        A failure surfaces as a LogError from the next ``flush``.
+        """
 
     @abc.abstractmethod
     def poll(self, timeout: float = 0.0) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect.api.connector import OffsetStorageReader, RecordMetadata, SourceTask, SourceTaskContext
-from connect.api.errors import ConnectException
+from connect.api.errors import ConnectException, RetriableException
 from connect.api.records import SourceRecord
 from connect.log.api import Admin, LogError, NewTopic, Producer
 from connect.runtime.errors import Stage
@@ -57,7 +57,9 @@ class WorkerSourceTask(WorkerTask):
         self._commit_record_hook = type(task).commit_record is not SourceTask.commit_record
         self._task_stop_lock = threading.Lock()
         self._task_stopped = False
+        self.records_polled = 0
         self.records_sent = 0
+        self.records_dropped = 0
         self.topic_creation = self._topic_creation_settings()
 
     # --- WorkerTask ----------------------------------------------------------------------
@@ -75,7 +77,15 @@ class WorkerSourceTask(WorkerTask):
                     break
                 continue
             if batch is None:
-                batch = self.task.poll()
+                try:
+                    batch = self.task.poll()
+                except RetriableException as exc:
+                    # as Kafka Connect: a retriable poll failure is logged and the task is polled again
+                    self.errors.metrics.retries += 1
+                    log.warning("%s RetriableException from SourceTask.poll, polling again: %s", self, exc)
+                    continue
+                if batch:
+                    self.records_polled += len(batch)
             if self.is_paused:
                 continue  # paused while polling: hold the batch until resumed
             if batch:
@@ -95,6 +105,15 @@ class WorkerSourceTask(WorkerTask):
             self.producer.close(self.offset_flush_timeout)
         except Exception:  # noqa: BLE001
             log.exception("%s Error closing producer", self)
+        if self.errors.dlq is not None:
+            try:
+                self.errors.dlq.producer.close(self.offset_flush_timeout)
+            except Exception:  # noqa: BLE001
+                log.exception("%s Error closing the dead letter queue producer", self)
+
+    def record_counts(self) -> dict[str, int]:
+        return {"records_polled": self.records_polled, "records_written": self.records_sent,
+                "records_dropped": self.records_dropped}
 
     def _signal_stop(self) -> None:
         # SourceTask.stop may be called from another thread to interrupt a blocking poll
@@ -115,8 +134,8 @@ class WorkerSourceTask(WorkerTask):
         chain = self.chain
         key_conv = self.converters.key.from_connect_data
         value_conv = self.converters.value.from_connect_data
-        send = self.producer.send
-        known = self._known_topics
+        mark = self._mark_processed
+        staged: list[tuple[SourceRecord, SourceRecord, bytes | None, bytes | None, Any]] = []
         for record in records:
             stage = Stage.TRANSFORMATION
             try:
@@ -131,21 +150,45 @@ class WorkerSourceTask(WorkerTask):
             except Exception as exc:  # noqa: BLE001 - failures go through the error handler
                 converted = self.errors.retry(stage, self._plugin_class(stage), lambda r=record: self._convert(r),
                                               exc, source_record=record)
-                if converted is None:
-                    self._mark_processed(record)
+                if converted is None:  # skipped after a tolerated failure (or dropped once retried)
+                    mark(record)
+                    if self._commit_record_hook:
+                        self.task.commit_record(record, None)
                     continue
                 out, key, value, headers = converted
+            # offsets are committed only after a flush that follows this send, so marking now is safe
+            mark(record)
             if out is None:
-                self._mark_processed(record)
+                self.records_dropped += 1
                 if self._commit_record_hook:
                     self.task.commit_record(record, None)
                 continue
-            if out.topic not in known:
+            staged.append((record, out, key, value, headers))
+        if staged:
+            self._dispatch(staged)
+        self.records_sent += len(staged)
+
+    def _dispatch(self, staged: list[tuple[SourceRecord, SourceRecord, bytes | None, bytes | None, Any]]) -> None:
+        """Hand converted records to the producer: one ``send_batch`` for the common case, else one by one."""
+        topic = staged[0][1].topic
+        for _, out, _, _, _ in staged:
+            if out.topic not in self._known_topics:
                 self._ensure_topic(out.topic)
-            callback = self._callback_for(record) if self._commit_record_hook else self._on_delivery
+        if not self._commit_record_hook and all(
+            k is None and h is None and o.kafka_partition is None and o.topic == topic for _, o, k, _, h in staged
+        ):
+            stamps = [o.timestamp for _, o, _, _, _ in staged]
+            if all(t is None for t in stamps):
+                timestamps = None
+            else:
+                now = int(time.time() * 1000)
+                timestamps = [now if t is None else t for t in stamps]
+            self.producer.send_batch(topic, None, [v for _, _, _, v, _ in staged], None, timestamps)
+            return
+        send = self.producer.send
+        for record, out, key, value, headers in staged:
+            callback = self._callback_for(record) if self._commit_record_hook else None
             send(out.topic, value, key, out.kafka_partition, out.timestamp, headers, callback)
-            self._mark_processed(record)
-        self.records_sent += len(records)
 
     def _convert(self, record: SourceRecord) -> tuple[Any, bytes | None, bytes | None, Any] | None:
         out = self.chain.apply(record) if self.chain is not None else record
@@ -219,12 +262,19 @@ class WorkerSourceTask(WorkerTask):
         """Wait for the log to acknowledge everything sent, then store the offsets it covers."""
         snapshot = self._pending
         started = time.monotonic()
-        remaining = self.producer.flush(self.offset_flush_timeout)
+        try:
+            remaining = self.producer.flush(self.offset_flush_timeout)
+        except LogError as exc:
+            raise ConnectException(f"Records could not be written to the log: {exc}") from exc
         if self._send_error is not None:
             raise ConnectException(f"Unrecoverable exception from producer send callback: {self._send_error}")
         if remaining:
             log.error("%s Failed to flush, timed out while waiting for %d records to be acknowledged", self, remaining)
             return False
+        if self.errors.dlq is not None:
+            # a record sent to the dead-letter topic counts as processed only once that topic has it; a
+            # source cannot send it again, so a failed DLQ write fails the task before its offset commits
+            self.errors.dlq.flush(self.offset_flush_timeout)
         if not snapshot:
             return True
         self._pending = {}
@@ -241,4 +291,5 @@ class WorkerSourceTask(WorkerTask):
             log.exception("%s Exception thrown while calling task.commit()", self)
         log.info("%s Committed offsets for %d source partition(s) in %.0f ms (%d records sent so far)", self,
                  len(snapshot), (time.monotonic() - started) * 1000, self.records_sent)
+        self.log_metrics_summary()
         return True

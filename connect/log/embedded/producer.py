@@ -151,7 +151,7 @@ class EmbeddedProducer(Producer):
     def send_batch(
         self,
         topic: str,
-        partition: int,
+        partition: int | None,
         values: Sequence[bytes | None],
         keys: Sequence[bytes | None] | None = None,
         timestamps: Sequence[int] | None = None,
@@ -161,14 +161,25 @@ class EmbeddedProducer(Producer):
             raise LogError("producer is closed")
         if not values:
             return
+        if partition is None and keys is not None and any(k is not None for k in keys):
+            # keyed records go to their key's partition, one by one
+            for i, value in enumerate(values):
+                self.send(topic, value, keys[i], None, timestamps[i] if timestamps is not None else None,
+                          headers[i] if headers is not None else None)
+            return
         with self._lock:
             n = self.partitions_for(topic)
+            sticky = partition is None
+            if sticky:
+                partition = self._sticky.partition(topic, n)
             if not 0 <= partition < n:
                 raise UnknownTopicError(f"Topic {topic!r} has no partition {partition}")
             tp = TopicPartition(topic, partition)
             if tp in self._acc:
                 self._drain_locked(tp)  # earlier send()s of this partition go first
             self._append_columns(tp, values, keys, timestamps, headers, now_ms())
+            if sticky:
+                self._sticky.batch_sent(topic, partition, n)
 
     def _append_columns(
         self,

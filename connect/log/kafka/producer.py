@@ -107,12 +107,14 @@ class KafkaProducer(Producer):
     def send_batch(
         self,
         topic: str,
-        partition: int,
+        partition: int | None,
         values: Sequence[bytes | None],
         keys: Sequence[bytes | None] | None = None,
         timestamps: Sequence[int] | None = None,
         headers: Sequence[Headers] | None = None,
     ) -> None:
+        if partition is None:
+            partition = -1  # librdkafka's "unassigned": its partitioner picks per key
         produce = self._p.produce
         try:
             # The common shapes get a loop with nothing in it but produce();
