@@ -197,9 +197,6 @@ def _value_json(key: ConfigKey | None, cv: ConfigValue) -> dict[str, Any]:
     }
 
 
-_ALIAS = re.compile(r"^[^.]+$")
-
-
 class ConnectorConfigValidator:
     """Validates a connector config against the framework's keys and its plugins' ConfigDefs."""
 
@@ -235,7 +232,8 @@ class ConnectorConfigValidator:
         for order, alias in enumerate(_aliases(props.get("transforms", "")), start=2):
             prefix = f"transforms.{alias}."
             enriched.define(prefix + "type", ConfigType.CLASS, importance=Importance.HIGH, group=f"Transforms: {alias}",
-                            order_in_group=order, documentation="Class for the transformation.")
+                            order_in_group=order, documentation="Class for the transformation.",
+                            validator=self._class_validator("transformation"))
             enriched.define(prefix + "negate", ConfigType.BOOLEAN, False, importance=Importance.MEDIUM,
                             group=f"Transforms: {alias}", documentation="Negate the predicate's result.")
             enriched.define(
@@ -250,9 +248,19 @@ class ConnectorConfigValidator:
         for alias in predicates:
             prefix = f"predicates.{alias}."
             enriched.define(prefix + "type", ConfigType.CLASS, importance=Importance.HIGH, group=f"Predicates: {alias}",
-                            documentation="Class for the predicate.")
+                            documentation="Class for the predicate.", validator=self._class_validator("predicate"))
             self._embed_plugin(enriched, props, prefix, "predicate", f"Predicates: {alias}")
         return enriched
+
+    def _class_validator(self, kind: str) -> LambdaValidator:
+        def check(key: str, value: Any) -> str | None:
+            try:
+                self.plugins.resolve(str(value), kind, key)
+            except ConfigException as exc:
+                return exc.reason or str(exc)
+            return None
+
+        return LambdaValidator(check, f"a {kind} class")
 
     def _embed_plugin(self, definition: ConfigDef, props: Mapping[str, str], prefix: str, kind: str, group: str) -> None:
         class_name = props.get(prefix + "type")
