@@ -47,7 +47,7 @@ def standalone_main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     configure_logging()
     try:
-        runtime = _build_standalone(args.worker_config, args.connector_configs)
+        runtime = StandaloneRuntime(args.worker_config, args.connector_configs)
     except CliError as exc:
         return _fail(str(exc))
     return runtime.run()
@@ -120,11 +120,20 @@ class StandaloneRuntime:
 
         backend = open_log_backend(self.config.backend_config())
         self.backend = backend
+        if self.config.uses_kafka:
+            # As Kafka Connect does at start-up: an unreachable cluster is one error (within request.timeout.ms)
+            # before the REST server or any connector starts, not a hang.
+            admin = backend.admin()
+            try:
+                log.info("Kafka cluster id: %s", admin.cluster_id())
+            finally:
+                admin.close()
         offsets = FileOffsetStore(self.config.get("offset.storage.file.filename"))
         offsets.start()
         worker_id = _worker_id(self.config)
         worker = Worker(worker_id, self.config, self.plugins, backend, offsets, StatusStore())
-        store = ConfigTopicStore(backend, self.config.get("config.storage.topic"))
+        store = ConfigTopicStore(backend, self.config.get("config.storage.topic"),
+                                 self.config.get("config.storage.replication.factor"))
         self.herder = StandaloneHerder(worker, store)
         self._start_rest()
         self.herder.start()
@@ -172,10 +181,6 @@ class StandaloneRuntime:
         backend = getattr(self, "backend", None)
         if backend is not None:
             backend.close()
-
-
-def _build_standalone(worker_config: str, connector_configs: Sequence[str]) -> StandaloneRuntime:
-    return StandaloneRuntime(worker_config, connector_configs)
 
 
 def _worker_id(config) -> str:  # noqa: ANN001

@@ -13,6 +13,12 @@ from connect.api.topic_partition import TopicPartition
 __all__ = ["ConnectRecord", "SinkRecord", "SourceRecord", "TimestampType", "TopicPartition"]
 
 _UNSET: Any = object()
+_new = object.__new__
+
+
+def _headers_for_copy(headers: Any) -> ConnectHeaders | None:
+    """Headers given to ``new_record``, as the constructor would store them."""
+    return headers if headers is None or isinstance(headers, ConnectHeaders) else ConnectHeaders(headers)
 
 
 class TimestampType(enum.Enum):
@@ -163,17 +169,24 @@ class SourceRecord(ConnectRecord):
         timestamp=_UNSET,
         headers=_UNSET,
     ) -> SourceRecord:
-        fields = self._changed(
-            topic=topic,
-            kafka_partition=kafka_partition,
-            key_schema=key_schema,
-            key=key,
-            value_schema=value_schema,
-            value=value,
-            timestamp=timestamp,
-            headers=headers,
-        )
-        return SourceRecord(self.source_partition, self.source_offset, **fields)
+        # every transform makes one of these per record: fill the slots directly instead of going through
+        # __init__ with a dict of fields (same result as SourceRecord(...) with the changed fields)
+        r = _new(SourceRecord)
+        r.topic = self.topic if topic is None else topic
+        r.kafka_partition = self.kafka_partition if kafka_partition is _UNSET else kafka_partition
+        r.key_schema = self.key_schema if key_schema is _UNSET else key_schema
+        r.key = self.key if key is _UNSET else key
+        r.value_schema = self.value_schema if value_schema is _UNSET else value_schema
+        r.value = self.value if value is _UNSET else value
+        r.timestamp = self.timestamp if timestamp is _UNSET else timestamp
+        if headers is _UNSET:
+            own = self._headers
+            r._headers = own.duplicate() if own is not None else None
+        else:
+            r._headers = _headers_for_copy(headers)
+        r.source_partition = self.source_partition
+        r.source_offset = self.source_offset
+        return r
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -250,31 +263,26 @@ class SinkRecord(ConnectRecord):
         timestamp=_UNSET,
         headers=_UNSET,
     ) -> SinkRecord:
-        fields = self._changed(
-            topic=topic,
-            kafka_partition=kafka_partition,
-            key_schema=key_schema,
-            key=key,
-            value_schema=value_schema,
-            value=value,
-            timestamp=timestamp,
-            headers=headers,
-        )
-        return SinkRecord(
-            fields["topic"],
-            fields["kafka_partition"],
-            fields["key_schema"],
-            fields["key"],
-            fields["value_schema"],
-            fields["value"],
-            self.kafka_offset,
-            fields["timestamp"],
-            self.timestamp_type,
-            fields["headers"],
-            self.original_topic,
-            self.original_kafka_partition,
-            self.original_kafka_offset,
-        )
+        # as SourceRecord.new_record: slots filled directly; the original_* coordinates are kept
+        r = _new(SinkRecord)
+        r.topic = self.topic if topic is None else topic
+        r.kafka_partition = self.kafka_partition if kafka_partition is _UNSET else kafka_partition
+        r.key_schema = self.key_schema if key_schema is _UNSET else key_schema
+        r.key = self.key if key is _UNSET else key
+        r.value_schema = self.value_schema if value_schema is _UNSET else value_schema
+        r.value = self.value if value is _UNSET else value
+        r.timestamp = self.timestamp if timestamp is _UNSET else timestamp
+        if headers is _UNSET:
+            own = self._headers
+            r._headers = own.duplicate() if own is not None else None
+        else:
+            r._headers = _headers_for_copy(headers)
+        r.kafka_offset = self.kafka_offset
+        r.timestamp_type = self.timestamp_type
+        r.original_topic = self.original_topic
+        r.original_kafka_partition = self.original_kafka_partition
+        r.original_kafka_offset = self.original_kafka_offset
+        return r
 
     def __eq__(self, other: object) -> bool:
         return (

@@ -45,6 +45,10 @@ class Type(enum.Enum):
     MAP = "map"
     STRUCT = "struct"
 
+    # members are singletons compared by identity: hash them by identity too (Enum's own __hash__ is
+    # Python code, and Type keys the dict lookups of every Struct.put and converter call)
+    __hash__ = object.__hash__
+
     @property
     def is_primitive(self) -> bool:
         return self not in (Type.ARRAY, Type.MAP, Type.STRUCT)
@@ -422,6 +426,27 @@ class Struct:
         inner = ",".join(f"{name}={value!r}" for name, value in self.items())
         return f"Struct{{{inner}}}"
 
+    def __str__(self) -> str:
+        """Kafka's Struct.toString (what FileStreamSink writes): ``Struct{a=x,b=1}``, null fields left out."""
+        inner = ",".join(f"{f.name}={_java_text(v)}" for f, v in zip(self.schema.fields(), self._values, strict=False)
+                         if v is not None)
+        return f"Struct{{{inner}}}"
+
+
+def _java_text(value: Any) -> str:
+    """A value as Java's toString would print it inside a Struct."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_java_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_java_text(k)}={_java_text(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
 
 # --- logical types ---------------------------------------------------------
 
@@ -582,13 +607,17 @@ _PY_TYPES: dict[Type, tuple[type, ...]] = {
 }
 
 
+def _where(field_name: str | None) -> str:
+    # only built when a value is wrong: validate_value runs for every Struct.put
+    return f' for field: "{field_name}"' if field_name else ""
+
+
 def validate_value(schema: Schema, value: Any, field_name: str | None = None) -> None:
     """Raise DataException if ``value`` does not fit ``schema``."""
-    where = f' for field: "{field_name}"' if field_name else ""
     if value is None:
         if not schema.optional and schema.default_value is None:
             raise DataException(
-                f"Invalid value: null used for required field{where}, schema type: {schema.type.name}"
+                f"Invalid value: null used for required field{_where(field_name)}, schema type: {schema.type.name}"
             )
         return
     if schema.name in _LOGICAL_PY_TYPES:
@@ -597,15 +626,15 @@ def validate_value(schema: Schema, value: Any, field_name: str | None = None) ->
     expected = _PY_TYPES[schema.type]
     if not isinstance(value, expected) or (schema.type in _INT_BOUNDS and isinstance(value, bool)):
         raise DataException(
-            f"Invalid Java object for schema with type {schema.type.name}: {type(value).__name__}{where}"
+            f"Invalid Java object for schema with type {schema.type.name}: {type(value).__name__}{_where(field_name)}"
         )
     if schema.type in _INT_BOUNDS:
         lo, hi = _INT_BOUNDS[schema.type]
         if not lo <= value <= hi:
-            raise DataException(f"Value {value} out of range for schema type {schema.type.name}{where}")
+            raise DataException(f"Value {value} out of range for schema type {schema.type.name}{_where(field_name)}")
     elif schema.type is Type.STRUCT:
         if value.schema != schema:
-            raise DataException(f"Struct schemas do not match{where}.")
+            raise DataException(f"Struct schemas do not match{_where(field_name)}.")
         value.validate()
     elif schema.type is Type.ARRAY and schema.value_schema is not None:
         for item in value:

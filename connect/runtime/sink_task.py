@@ -9,19 +9,20 @@ consumed since the last commit are delivered again.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from connect.api.connector import SinkTask, SinkTaskContext
+from connect.api.connector import ErrantRecordReporter, SinkTask, SinkTaskContext
 from connect.api.errors import ConnectException, RetriableException
 from connect.api.headers import ConnectHeaders, Header
 from connect.api.records import SinkRecord, TimestampType
 from connect.api.topic_partition import TopicPartition
-from connect.log.api import Consumer, ConsumerRecord, FetchedBatch, RebalanceListener
-from connect.runtime.errors import Stage
+from connect.log.api import Consumer, ConsumerRecord, FetchedBatch, LogError, RebalanceListener
+from connect.runtime.errors import ErrantRecordReporterImpl, Stage, TaskStoppingError
 from connect.runtime.worker_task import WorkerTask
 
 __all__ = ["WorkerSinkTask"]
@@ -60,6 +61,9 @@ class _Context(SinkTaskContext):
     def request_commit(self) -> None:
         self.commit_requested = True
 
+    def errant_record_reporter(self) -> ErrantRecordReporter | None:
+        return self._owner.errant_record_reporter()
+
 
 class _Rebalance(RebalanceListener):
     def __init__(self, owner: WorkerSinkTask) -> None:
@@ -86,7 +90,12 @@ class WorkerSinkTask(WorkerTask):
         self._current: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
         self._next_commit = time.monotonic() + self.offset_flush_interval
+        self.records_read = 0
         self.records_put = 0
+        self.records_dropped = 0
+        self._reporter: ErrantRecordReporterImpl | None = None
+        # the fetched batches of the records last handed to put: where an errant record's original bytes are
+        self._in_put: Sequence[FetchedBatch] = ()
 
     # --- WorkerTask ------------------------------------------------------------------------------
     def initialize_and_start(self) -> None:
@@ -134,36 +143,95 @@ class WorkerSinkTask(WorkerTask):
         except Exception:  # noqa: BLE001
             log.exception("%s Error closing consumer", self)
 
+    def record_counts(self) -> dict[str, int]:
+        return {"records_read": self.records_read, "records_put": self.records_put,
+                "records_dropped": self.records_dropped}
+
     # --- one loop turn ------------------------------------------------------------------------------
     def iteration(self) -> None:
         self._apply_rewinds()
         batches = self.consumer.poll(0.5, self.max_records)
         if batches:
-            records = self._convert_batches(batches)
-            self._deliver(records)
+            try:
+                records = self._convert_batches(batches)
+            except TaskStoppingError as exc:
+                log.info("%s %s; the batch is left for the next start", self, exc)
+                return
+            self._in_put = batches
+            if not self._deliver(records):
+                return  # stopping while put was being retried: these records are not done
             for batch in batches:
                 self._current[TopicPartition(batch.topic, batch.partition)] = batch.next_offset
+        if self.errors.dlq is not None:
+            self.errors.dlq.producer.poll(0)  # completes the Futures of reported errant records
         if self.context.commit_requested or time.monotonic() >= self._next_commit:
             self.context.commit_requested = False
             self.commit_offsets()
 
-    def _deliver(self, records: list[SinkRecord]) -> None:
-        """``put`` the batch; a RetriableException redelivers it after the task's timeout."""
+    def _deliver(self, records: list[SinkRecord]) -> bool:
+        """``put`` the batch; a RetriableException redelivers it after the task's timeout.
+
+        False when the task was asked to stop while waiting to redeliver (the batch is then not done).
+        """
         while True:
             try:
                 self.task.put(records)
                 self.records_put += len(records)
-                return
+                return True
             except RetriableException as exc:
                 self.errors.metrics.retries += 1
                 wait_ms = self.context.timeout_ms or 1000
                 log.warning("%s RetriableException from SinkTask.put, redelivering %d records in %d ms: %s", self,
                             len(records), wait_ms, exc)
                 if self.errors.stop_event.wait(wait_ms / 1000):
-                    raise ConnectException("Task stopped while retrying put") from exc
+                    log.info("%s Stopping while redelivery of %d records was pending", self, len(records))
+                    return False
             except Exception as exc:
                 raise ConnectException(
                     f"Exiting WorkerSinkTask due to unrecoverable exception from SinkTask.put: {exc}") from exc
+
+    # --- errant record reporter -------------------------------------------------------------------
+    def errant_record_reporter(self) -> ErrantRecordReporter | None:
+        """As Kafka Connect: a reporter when a DLQ topic or the error log is configured, else None."""
+        if self._reporter is None:
+            if self.errors.dlq is None and not self.errors.log_enabled:
+                return None
+            self._reporter = ErrantRecordReporterImpl(self.errors, type(self.task).__qualname__,
+                                                      self._consumed_record, self._serialize)
+        return self._reporter
+
+    def _consumed_record(self, record: SinkRecord) -> ConsumerRecord | None:
+        """The consumed record (original bytes) behind a SinkRecord of the batch being put, if it is there."""
+        topic, partition, offset = record.original_topic, record.original_kafka_partition, record.original_kafka_offset
+        for batch in self._in_put:
+            offsets = batch.offsets
+            if (batch.partition != partition or batch.topic != topic or not offsets
+                    or not offsets[0] <= offset <= offsets[-1]):
+                continue
+            i = bisect.bisect_left(offsets, offset)
+            if i < len(offsets) and offsets[i] == offset:
+                hdrs = batch.headers
+                return ConsumerRecord(batch.topic, batch.partition, offset, batch.timestamps[i], batch.keys[i],
+                                      batch.values[i], hdrs[i] if hdrs is not None else (), batch.timestamp_type)
+        return None
+
+    def _serialize(self, record: SinkRecord) -> ConsumerRecord:
+        """A record no longer among the fetched batches: convert it back to bytes with the task's converters."""
+        topic = record.original_topic
+        conv = self.converters
+        try:
+            key = conv.key.from_connect_data(topic, record.key_schema, record.key, record._headers)
+            value = conv.value.from_connect_data(topic, record.value_schema, record.value, record._headers)
+            headers = tuple((h.key, conv.header.from_connect_header(topic, h.key, h.schema, h.value))
+                            for h in record.headers) if record.has_headers() else ()
+        except Exception as exc:  # noqa: BLE001 - still report the record, without its data
+            log.warning("%s Could not convert errant record %s-%s@%s back to bytes: %s", self, topic,
+                        record.original_kafka_partition, record.original_kafka_offset, exc)
+            key = value = None
+            headers = ()
+        ts_type = 1 if record.timestamp_type is TimestampType.LOG_APPEND_TIME else 0
+        return ConsumerRecord(topic, record.original_kafka_partition, record.original_kafka_offset,
+                              record.timestamp if record.timestamp is not None else -1, key, value, headers, ts_type)
 
     def _convert_batches(self, batches: Sequence[FetchedBatch]) -> list[SinkRecord]:
         out: list[SinkRecord] = []
@@ -171,7 +239,9 @@ class WorkerSinkTask(WorkerTask):
         chain = self.chain
         key_conv = self.converters.key.to_connect_data
         value_conv = self.converters.value.to_connect_data
+        dropped = 0
         for batch in batches:
+            self.records_read += len(batch)
             topic = batch.topic
             partition = batch.partition
             keys, values, stamps = batch.keys, batch.values, batch.timestamps
@@ -191,6 +261,7 @@ class WorkerSinkTask(WorkerTask):
                         stage = Stage.TRANSFORMATION
                         record = chain.apply(record)
                         if record is None:
+                            dropped += 1
                             continue
                 except Exception as exc:  # noqa: BLE001 - failures go through the error handler
                     consumed = ConsumerRecord(topic, partition, offset, stamps[i], keys[i], values[i],
@@ -200,6 +271,7 @@ class WorkerSinkTask(WorkerTask):
                     if record is None:
                         continue
                 append(record)
+        self.records_dropped += dropped
         return out
 
     def _convert_one(self, c: ConsumerRecord) -> SinkRecord | None:
@@ -287,7 +359,15 @@ class WorkerSinkTask(WorkerTask):
                      if tp in current and off is not None and self._committed.get(tp) != off}
         if not to_commit:
             return
-        self.consumer.commit(to_commit)
+        try:
+            self.consumer.commit(to_commit)
+        except LogError as exc:
+            # As Kafka Connect: a failed commit is logged, not fatal; the next commit covers these offsets
+            # (the log unreachable, a rebalance under way). Records since the last commit may come again.
+            log.log(logging.WARNING if exc.retriable else logging.ERROR,
+                    "%s Commit of offsets failed; retrying at the next commit: %s", self, exc)
+            return
         self._committed.update(to_commit)
         log.info("%s Committed offsets for %d partition(s) in %.0f ms (%d records put so far)", self, len(to_commit),
                  (time.monotonic() - started) * 1000, self.records_put)
+        self.log_metrics_summary()

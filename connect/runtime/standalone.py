@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from typing import Any
 
 from connect.api.errors import ConfigException
 from connect.api.topic_partition import TopicPartition
@@ -33,7 +32,6 @@ from connect.runtime.herder import (
     TaskInfo,
     TaskState,
 )
-from connect.runtime.status import TaskStatus
 from connect.runtime.worker import Worker
 
 __all__ = ["StandaloneHerder"]
@@ -194,7 +192,7 @@ class StandaloneHerder(AbstractHerder):
         config = self._config(name)
         count = len(self.store.snapshot.task_configs.get(name, []))
         metrics = self.worker.connector_task_metrics(name)
-        return self.build_status(name, config, count, metrics)
+        return self.build_status(name, config, count, metrics, self.worker.backend.health_problem())
 
     def task_status(self, task: ConnectorTaskId) -> TaskState:
         status = self.connector_status(task.connector)
@@ -231,6 +229,7 @@ class StandaloneHerder(AbstractHerder):
                 self.worker.stop_connector(name)
                 self.worker.start_connector(name, config, self.store.snapshot.target_state(name),
                                             self._request_reconfiguration)
+                self._start_tasks_if_never_configured(name)
             else:
                 self.worker.stop_tasks(tasks)
             self._start_task_ids(name, tasks)
@@ -240,6 +239,15 @@ class StandaloneHerder(AbstractHerder):
         config = self._config(name)
         self.worker.stop_connector(name)
         self.worker.start_connector(name, config, self.store.snapshot.target_state(name), self._request_reconfiguration)
+        self._start_tasks_if_never_configured(name)
+
+    def _start_tasks_if_never_configured(self, name: str) -> None:
+        """A connector that failed to start never produced task configs; once a restart succeeds, ask for them
+        and start its tasks (Kafka Connect reconfigures tasks after every connector start)."""
+        if (self.worker.is_connector_running(name) and not self.store.snapshot.task_configs.get(name)
+                and self.store.snapshot.target_state(name) is not TargetState.STOPPED):
+            if self._update_task_configs(name):
+                self._start_tasks(name)
 
     def _start_task_ids(self, name: str, tasks: list[ConnectorTaskId]) -> None:
         config = self.store.snapshot.connectors[name]
@@ -376,10 +384,3 @@ class StandaloneHerder(AbstractHerder):
         if not name:
             raise ConfigException("name", None, 'Missing required configuration "name" which has no default value.')
         return self.put_connector_config(name, config, allow_replace=True)[1]
-
-    def task_metrics(self) -> dict[str, Any]:
-        return {str(t): self.worker.task_metrics(t) for t in self.worker.task_ids()}
-
-
-def failed_status(worker_id: str, trace: str) -> TaskStatus:
-    return TaskStatus(State.FAILED, worker_id, trace)

@@ -29,18 +29,28 @@ class TransformStage:
 class TransformationChain:
     def __init__(self, stages: list[TransformStage]) -> None:
         self.stages = stages
+        # set when a stage raised: which transform (or its predicate) failed, for error reports
         self.failed_stage: TransformStage | None = None
+        self._steps = tuple((stage.transform.apply, stage.predicate.test if stage.predicate is not None else None,
+                             stage.negate) for stage in stages)
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
-        """The transformed record, or None when a transform dropped it."""
-        for stage in self.stages:
-            self.failed_stage = stage
-            if stage.predicate is not None and stage.predicate.test(record) == stage.negate:
-                continue
-            record = stage.transform.apply(record)
-            if record is None:
-                return None
-        self.failed_stage = None
+        """The transformed record, or None when a transform dropped it.
+
+        As in Kafka Connect, a stage with a predicate applies its transform only when
+        ``predicate.test(record) XOR negate``; otherwise the record passes through unchanged.
+        """
+        index = 0
+        try:
+            for transform, test, negate in self._steps:
+                if test is None or bool(test(record)) != negate:
+                    record = transform(record)
+                    if record is None:
+                        return None
+                index += 1
+        except BaseException:
+            self.failed_stage = self.stages[index]
+            raise
         return record
 
     def close(self) -> None:

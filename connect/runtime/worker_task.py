@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect.api.converter import Converter, HeaderConverter
-from connect.runtime.errors import ErrorHandler
+from connect.runtime.errors import ErrorHandler, TaskStoppingError
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
 from connect.runtime.status import StatusStore, TaskStatus, format_trace
 from connect.runtime.transformation_chain import TransformationChain
@@ -63,6 +63,7 @@ class WorkerTask(abc.ABC):
         self._state_changed = threading.Condition()
         self._target = target_state
         self._failed = False
+        self._last_summary: dict[str, int | float] | None = None
         self._thread = threading.Thread(target=self._run, name=f"task-{task_id}", daemon=True)
         self.offset_flush_interval = int(worker_config.get("offset.flush.interval.ms", 60000)) / 1000
         self.offset_flush_timeout = int(worker_config.get("offset.flush.timeout.ms", 5000)) / 1000
@@ -103,7 +104,21 @@ class WorkerTask(abc.ABC):
         return self._stopping.is_set()
 
     def metrics(self) -> dict[str, int | float]:
-        return self.errors.metrics.as_dict()
+        """Record counters of this task (records processed, then the error counters), for status and logs."""
+        return {**self.record_counts(), **self.errors.metrics.as_dict()}
+
+    def record_counts(self) -> dict[str, int]:
+        """Records this task moved; each kind of task names its own counters."""
+        return {}
+
+    def log_metrics_summary(self) -> None:
+        """One INFO line with the task's counters, when they changed since the last one (called at commits)."""
+        counts = self.metrics()
+        if counts == self._last_summary:
+            return
+        self._last_summary = counts
+        log.info("%s Record counts of connector %s task %d: %s", self, self.id.connector, self.id.task,
+                 ", ".join(f"{k}={v}" for k, v in counts.items()))
 
     # --- to implement ----------------------------------------------------------------------
     @abc.abstractmethod
@@ -141,6 +156,8 @@ class WorkerTask(abc.ABC):
                 self._set_status(State.PAUSED if self.is_paused else State.RUNNING)
                 log.info("%s Task started, state %s", self, "PAUSED" if self.is_paused else "RUNNING")
                 self.execute()
+        except TaskStoppingError as exc:
+            log.info("%s %s", self, exc)
         except BaseException as exc:  # noqa: BLE001 - any escape fails the task with its trace
             self._failed = True
             log.error("%s Task threw an uncaught and unrecoverable exception. Task is being killed and will "
@@ -157,6 +174,7 @@ class WorkerTask(abc.ABC):
                 self.chain.close()
             if not self._failed:
                 self._set_status(State.UNASSIGNED)
+            self.log_metrics_summary()
             log.info("%s Task stopped (close took %.0f ms)", self, (time.monotonic() - started) * 1000)
 
     def __str__(self) -> str:

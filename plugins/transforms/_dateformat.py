@@ -181,6 +181,12 @@ class JavaDateFormat:
             moment = moment.astimezone(_UTC)
         return "".join(part if isinstance(part, str) else part(moment) for part in self._formatters)
 
+    @property
+    def unit_ms(self) -> int:
+        """The finest time unit the pattern shows, in ms (0: it shows no time at all); instants in the
+        same unit format alike."""
+        return self._unit_ms
+
     def format_millis(self, epoch_millis: int) -> str:
         """Format an epoch-millisecond instant; repeated instants within the pattern's finest unit are cached."""
         key = epoch_millis // self._unit_ms if self._unit_ms else 0

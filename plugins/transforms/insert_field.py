@@ -103,6 +103,7 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
         self._timestamp: _Spec | None = None
         self._static: _Spec | None = None
         self._static_value: str | None = None
+        self._static_only = False
         self._replace_null_with_default = True
         self._plans = SchemaCache()
 
@@ -118,6 +119,8 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
         self._static = _Spec.parse(config.get_string(STATIC_FIELD))
         self._static_value = config.get_string(STATIC_VALUE)
         self._replace_null_with_default = bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
+        self._static_only = self._static is not None and not any(
+            (self._topic, self._partition, self._offset, self._timestamp))
         if not any((self._topic, self._partition, self._offset, self._timestamp, self._static)):
             raise ConfigException(
                 message="No field insertion configured: set at least one of "
@@ -138,7 +141,12 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
         return self._apply_with_schema(record, value)
 
     def _apply_schemaless(self, record: ConnectRecord, value: Any) -> ConnectRecord:
-        updated = dict(require_map(value, _PURPOSE))
+        if not isinstance(value, dict):
+            require_map(value, _PURPOSE)
+        updated = dict(value)
+        if self._static_only:
+            updated[self._static.name] = self._static_value  # type: ignore[union-attr]
+            return self._new_record(record, None, updated)
         if self._topic is not None:
             updated[self._topic.name] = record.topic
         if self._partition is not None and record.kafka_partition is not None:

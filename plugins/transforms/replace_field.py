@@ -114,6 +114,7 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         self._exclude: frozenset[str] = frozenset()
         self._include: frozenset[str] = frozenset()
         self._renames: dict[str, str] = {}
+        self._exclude_only = True
         self._replace_null_with_default = True
         self._plans = SchemaCache()
 
@@ -125,6 +126,7 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         self._exclude = frozenset(config.get_list(EXCLUDE))
         self._include = frozenset(config.get_list(INCLUDE))
         self._renames = _parse_renames(config.get_list(RENAMES))
+        self._exclude_only = not self._include and not self._renames
         self._replace_null_with_default = bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
         self._plans.clear()
 
@@ -136,7 +138,15 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         if value is None:
             return record
         if self._operating_schema(record) is None:
-            return self._new_record(record, None, self._replace_in_map(require_map(value, _PURPOSE)))
+            if not isinstance(value, dict):
+                require_map(value, _PURPOSE)
+            if self._exclude_only:
+                # copy and drop: the same map, in the same order, as filtering key by key, at C speed
+                updated = dict(value)
+                for name in self._exclude:
+                    updated.pop(name, None)
+                return self._new_record(record, None, updated)
+            return self._new_record(record, None, self._replace_in_map(value))
         struct = require_struct(value, _PURPOSE)
         plan = self._plans.get(struct.schema)
         if plan is None:

@@ -39,11 +39,17 @@ class TimestampRouter(Transformation[ConnectRecord]):
     Mainly useful for sink connectors, whose destination (table, index) follows the topic name.
     """
 
+    _CACHE_SIZE = 1024
+
     def __init__(self) -> None:
         self._topic_format = "${topic}-${timestamp}"
         self._timestamp_format = JavaDateFormat("yyyyMMdd")
         self._uses_topic = True
         self._uses_timestamp = True
+        self._unit_ms = self._timestamp_format.unit_ms
+        # (topic, timestamp // unit) -> routed topic: records of one topic and one day (or whatever the
+        # format's finest unit is) share the name, so most records cost one lookup
+        self._routes: dict[tuple[str, int], str] = {}
 
     def version(self) -> str:
         return VERSION
@@ -61,14 +67,26 @@ class TimestampRouter(Transformation[ConnectRecord]):
         self._topic_format = config.get_string(TOPIC_FORMAT) or ""
         self._uses_topic = "${topic}" in self._topic_format
         self._uses_timestamp = "${timestamp}" in self._topic_format
+        self._unit_ms = self._timestamp_format.unit_ms if self._uses_timestamp else 0
+        self._routes = {}
 
     def apply(self, record: ConnectRecord) -> ConnectRecord:
         timestamp = record.timestamp
         if timestamp is None:
             raise DataException(f"Timestamp missing on record: {record!r}")
+        key = (record.topic, timestamp // self._unit_ms if self._unit_ms else 0)
+        topic = self._routes.get(key)
+        if topic is None:
+            topic = self._route(record.topic, timestamp)
+            if len(self._routes) >= self._CACHE_SIZE:
+                self._routes.clear()
+            self._routes[key] = topic
+        return record.new_record(topic=topic)
+
+    def _route(self, original: str, timestamp: int) -> str:
         topic = self._topic_format
         if self._uses_topic:
-            topic = topic.replace("${topic}", record.topic)
+            topic = topic.replace("${topic}", original)
         if self._uses_timestamp:
             topic = topic.replace("${timestamp}", self._timestamp_format.format_millis(timestamp))
-        return record.new_record(topic=topic)
+        return topic
