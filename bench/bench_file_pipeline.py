@@ -77,7 +77,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--width", type=int, default=100, help="bytes per line, newline included")
-    parser.add_argument("--flush-ms", type=int, default=10_000)
+    parser.add_argument("--flush-ms", type=int, default=500,
+                        help="offset.flush.interval.ms; FileStreamSink writes its buffer to the file at each flush")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="headrace-bench-") as tmp:
         work = Path(tmp)

@@ -43,7 +43,6 @@ CONFIG_DEF = ConfigDef().define(
     documentation="The file to append to. Without it the task writes to standard output.",
 )
 
-_BUFFER = 1 << 20
 
 
 def _version() -> str:
@@ -112,7 +111,8 @@ class FileStreamSinkTask(SinkTask):
             return
         try:
             created = not os.path.exists(self._filename)
-            self._out = open(self._filename, "ab", buffering=_BUFFER)  # closed in stop()
+            # unbuffered: each put() is one write of whole lines, so a crash never leaves half a line
+            self._out = open(self._filename, "ab", buffering=0)  # closed in stop()
         except OSError as exc:
             raise ConnectException(f"Couldn't find or create file '{self._filename}' for FileStreamSinkTask") from exc
         self._sync_directory = created
@@ -133,7 +133,10 @@ class FileStreamSinkTask(SinkTask):
             data = text.encode()
         except UnicodeEncodeError:  # a lone surrogate; Java writes '?' for it
             data = text.encode("utf-8", "replace")
-        self._out.write(data)
+        view = memoryview(data)
+        while view:
+            written = self._out.write(view)
+            view = view[written:]
 
     def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
         if self._filename is None:
