@@ -302,5 +302,9 @@ class LogBackend(abc.ABC):
     @abc.abstractmethod
     def admin(self, config: Mapping[str, Any] | None = None) -> Admin: ...
 
+    def health_problem(self) -> str | None:
+        """None while the log is reachable; else one line on what is wrong (shown in task statuses)."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook
         pass

@@ -116,7 +116,10 @@ class AbstractHerder(Herder):
 
     # --- status ------------------------------------------------------------------------------------------------------
     def build_status(self, name: str, config: Mapping[str, str], task_count: int,
-                     metrics: Mapping[ConnectorTaskId, Mapping[str, int | float]] | None = None) -> ConnectorStateInfo:
+                     metrics: Mapping[ConnectorTaskId, Mapping[str, int | float]] | None = None,
+                     log_problem: str | None = None) -> ConnectorStateInfo:
+        """``log_problem`` (the log unreachable, say) becomes the trace of RUNNING tasks: they keep running
+        and retrying, and the status says why nothing moves."""
         cs = self.status.connector(name)
         connector = ConnectorState(cs.state, cs.worker_id, cs.trace) if cs else ConnectorState(State.UNASSIGNED,
                                                                                                  self.worker_id)
@@ -129,5 +132,6 @@ class AbstractHerder(Herder):
             if ts is None:
                 tasks.append(TaskState(i, State.UNASSIGNED, self.worker_id, None, m))
             else:
-                tasks.append(TaskState(i, ts.state, ts.worker_id, ts.trace, m))
+                trace = ts.trace or (log_problem if ts.state is State.RUNNING else None)
+                tasks.append(TaskState(i, ts.state, ts.worker_id, trace, m))
         return ConnectorStateInfo(name, connector, tuple(tasks), self.connector_type_of(config))

@@ -18,9 +18,10 @@ from typing import Any
 from connect.api.connector import OffsetStorageReader, RecordMetadata, SourceTask, SourceTaskContext
 from connect.api.errors import ConnectException, RetriableException
 from connect.api.records import SourceRecord
-from connect.log.api import Admin, LogError, NewTopic, Producer
+from connect.log.api import Admin, LogError, Producer
 from connect.runtime.errors import Stage
 from connect.runtime.offsets import OffsetStore, offset_key
+from connect.runtime.topic_creation import TopicCreation
 from connect.runtime.worker_task import WorkerTask
 
 __all__ = ["WorkerSourceTask"]
@@ -60,7 +61,7 @@ class WorkerSourceTask(WorkerTask):
         self.records_polled = 0
         self.records_sent = 0
         self.records_dropped = 0
-        self.topic_creation = self._topic_creation_settings()
+        self.topic_creation = TopicCreation.from_configs(self.worker_config, self.connector_config)
 
     # --- WorkerTask ----------------------------------------------------------------------
     def initialize_and_start(self) -> None:
@@ -232,28 +233,16 @@ class WorkerSourceTask(WorkerTask):
         return on_delivery
 
     # --- topic creation ---------------------------------------------------------------------------
-    def _topic_creation_settings(self) -> dict[str, Any] | None:
-        cfg = self.connector_config
-        if str(self.worker_config.get("topic.creation.enable", "true")).lower() != "true":
-            return None
-        prefix = "topic.creation.default."
-        if prefix + "partitions" not in cfg and prefix + "replication.factor" not in cfg:
-            return None
-        return {k[len(prefix):]: v for k, v in cfg.items() if k.startswith(prefix)}
-
     def _ensure_topic(self, topic: str) -> None:
         self._known_topics.add(topic)
         self.status.add_topic(self.id.connector, topic)
         if self.topic_creation is None or self.admin is None:
             return
-        settings = dict(self.topic_creation)
-        partitions = int(settings.pop("partitions", 1))
-        replication = int(settings.pop("replication.factor", -1))
+        new = self.topic_creation.new_topic(topic)
         try:
-            self.admin.create_topic(NewTopic(topic, partitions, replication, {k: str(v) for k, v in settings.items()}),
-                                    exist_ok=True)
-            log.info("%s Ensured topic '%s' exists (partitions=%d, replication.factor=%d)", self, topic, partitions,
-                     replication)
+            self.admin.create_topic(new, exist_ok=True)
+            log.info("%s Ensured topic '%s' exists (partitions=%d, replication.factor=%d)", self, topic, new.partitions,
+                     new.replication_factor)
         except LogError as exc:
             raise ConnectException(f"Could not create topic {topic}: {exc}") from exc
 

