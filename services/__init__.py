@@ -1,4 +1,4 @@
-"""Real services (Kafka, and later HDFS, OpenSearch, Redis) on loopback for tests and local runs.
+"""Real services (Kafka, HDFS, OpenSearch, and later Redis) on loopback for tests and local runs.
 
 ``get_service("kafka")`` returns the class; ``python -m services`` is the
 command-line front end.
@@ -16,6 +16,10 @@ __all__ = ["SERVICES", "Service", "ServiceError", "get_service"]
 # never needs another's client libraries.
 SERVICES: dict[str, str] = {
     "kafka": "services.kafka:KafkaService",
+    "hdfs": "services.hdfs:HdfsService",
+    "opensearch": "services.opensearch:OpenSearchService",
+    # jars only (Spark's Kafka connector and Avro module): 'fetch' works, 'start' says there is nothing to start
+    "spark-kafka": "services.spark_kafka:SparkKafkaJars",
 }
 
 

@@ -11,7 +11,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from services.hdfs import HdfsService
 from services.kafka import KafkaService
+from services.opensearch import OpenSearchService
 
 
 @pytest.fixture(scope="session")
@@ -22,6 +24,31 @@ def kafka() -> Iterator[KafkaService]:
     topics and groups persist across such restarts.
     """
     svc = KafkaService()
+    svc.start()
+    try:
+        yield svc
+    finally:
+        svc.cleanup()
+
+
+@pytest.fixture(scope="session")
+def hdfs() -> Iterator[HdfsService]:
+    """One MiniDFSCluster (NameNode + DataNode, WebHDFS on) for the whole session.
+
+    A test that stops it must ``start()`` it again before it ends (same ports, same data).
+    """
+    svc = HdfsService()
+    svc.start()
+    try:
+        yield svc
+    finally:
+        svc.cleanup()
+
+
+@pytest.fixture(scope="session")
+def opensearch() -> Iterator[OpenSearchService]:
+    """One OpenSearch node for the whole session; tests use indexes of their own."""
+    svc = OpenSearchService()
     svc.start()
     try:
         yield svc

@@ -25,6 +25,7 @@ from connect.api.config_provider import ConfigData, ConfigProvider
 from connect.api.connector import (
     Connector,
     ConnectorContext,
+    DeadLetterQueue,
     ErrantRecordReporter,
     ExactlyOnceSupport,
     OffsetStorageReader,
@@ -35,6 +36,8 @@ from connect.api.connector import (
     SourceConnector,
     SourceTask,
     SourceTaskContext,
+    StreamingSinkTask,
+    StreamingSinkTaskContext,
     Task,
 )
 from connect.api.converter import Converter, ConverterType, HeaderConverter
@@ -82,6 +85,7 @@ __all__ = [
     "ConverterType",
     "DataException",
     "Date",
+    "DeadLetterQueue",
     "Decimal",
     "ErrantRecordReporter",
     "ExactlyOnceSupport",
@@ -110,6 +114,8 @@ __all__ = [
     "SourceRecord",
     "SourceTask",
     "SourceTaskContext",
+    "StreamingSinkTask",
+    "StreamingSinkTaskContext",
     "Struct",
     "Task",
     "Time",

@@ -14,7 +14,6 @@ from concurrent.futures import Future
 from typing import Any
 
 from connect.api.config import ConfigDef, ConfigValue
-from connect.api.errors import ConnectException
 from connect.api.records import SinkRecord, SourceRecord
 from connect.api.topic_partition import TopicPartition
 
@@ -22,6 +21,7 @@ __all__ = [
     "Connector",
     "ConnectorContext",
     "ConnectorTransactionBoundaries",
+    "DeadLetterQueue",
     "ErrantRecordReporter",
     "ExactlyOnceSupport",
     "OffsetStorageReader",
@@ -34,6 +34,8 @@ __all__ = [
     "SourceConnectorContext",
     "SourceTask",
     "SourceTaskContext",
+    "StreamingSinkTask",
+    "StreamingSinkTaskContext",
     "Task",
 ]
 
@@ -253,8 +255,69 @@ class SinkTask(Task):
         """These partitions are no longer this task's; drop their buffered state."""
 
 
-def check_task_class(connector: Connector) -> type[Task]:
-    task_class = connector.task_class()
-    if not (isinstance(task_class, type) and issubclass(task_class, Task)):
-        raise ConnectException(f"{type(connector).__name__}.task_class() did not return a Task subclass")
-    return task_class
+class DeadLetterQueue(abc.ABC):
+    """Where a streaming sink task sends records it could not write: the connector's
+    ``errors.deadletterqueue.*`` topic, with the context headers when they are enabled."""
+
+    @abc.abstractmethod
+    def report(self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None,
+               headers: Sequence[tuple[str, bytes | None]], error: BaseException | str) -> None:
+        """Queue one record (its original bytes) and the reason it failed."""
+
+    @abc.abstractmethod
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every reported record is durable in the log; raises ConnectException if one is not."""
+
+
+class StreamingSinkTaskContext(abc.ABC):
+    """What the worker gives a StreamingSinkTask."""
+
+    @abc.abstractmethod
+    def configs(self) -> Mapping[str, str]:
+        """The task config (connector config plus ``topics``/``topics.regex``)."""
+
+    @abc.abstractmethod
+    def log_settings(self) -> Mapping[str, str]:
+        """How to reach the log the worker uses, so the task can read the same topics itself: either
+        ``bootstrap.servers`` (plus client security settings) for Kafka, or ``embedded.log.dir``."""
+
+    @abc.abstractmethod
+    def state_dir(self) -> str:
+        """A directory of this connector's own that survives restarts (checkpoints, state)."""
+
+    @abc.abstractmethod
+    def dead_letter_queue(self) -> DeadLetterQueue | None:
+        """The connector's dead-letter topic, or None when ``errors.deadletterqueue.topic.name`` is not set."""
+
+    def connector_name(self) -> str:
+        return str(self.configs().get("name", ""))
+
+
+class StreamingSinkTask(Task):
+    """A sink task that reads its topics itself (a Spark query, say) instead of being handed batches.
+
+    The worker does not consume for it: it calls ``start`` and then ``run``
+    on the task's thread; ``run`` blocks until ``stop`` (from another thread)
+    makes it return, and raises to fail the task. ``pause``/``resume`` follow
+    the connector's target state; ``progress`` is shown in the task status
+    and logged periodically.
+    """
+
+    context: StreamingSinkTaskContext
+
+    def initialize(self, context: StreamingSinkTaskContext) -> None:
+        self.context = context
+
+    @abc.abstractmethod
+    def run(self) -> None:
+        """Move data until stopped; return when ``stop`` was called, raise on a failure."""
+
+    def pause(self) -> None:  # noqa: B027 - optional hook
+        """Stop taking new records until ``resume``; called from another thread."""
+
+    def resume(self) -> None:  # noqa: B027 - optional hook
+        """Take records again after ``pause``; called from another thread."""
+
+    def progress(self) -> Mapping[str, Any]:
+        """Numbers worth showing (records/s, last batch, lag, ...); called from another thread."""
+        return {}

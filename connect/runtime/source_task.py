@@ -132,6 +132,48 @@ class WorkerSourceTask(WorkerTask):
 
     # --- sending ---------------------------------------------------------------------------------
     def _send(self, records: list[SourceRecord]) -> None:
+        if self.chain is None and not self._commit_record_hook and self._send_uniform(records):
+            return
+        self._send_each(records)
+
+    def _send_uniform(self, records: list[SourceRecord]) -> bool:
+        """The common batch (one topic, no keys, headers or partitions) in a few bulk steps.
+
+        Returns False, having done nothing, when the batch needs the general per-record path
+        (including any conversion failure, which the general path then handles record by record).
+        """
+        first = records[0]
+        topic, partition = first.topic, first.source_partition
+        for r in records:
+            if (r.topic != topic or r.key is not None or r.key_schema is not None or r.kafka_partition is not None
+                    or r._headers or r.source_partition is not partition):
+                return False
+        try:
+            if self.converters.key.from_connect_data(topic, None, None, None) is not None:
+                return False
+            value_conv = self.converters.value.from_connect_data
+            values = [value_conv(topic, r.value_schema, r.value, None) for r in records]
+        except Exception:  # noqa: BLE001 - the general path converts again, with error handling
+            return False
+        if topic not in self._known_topics:
+            self._ensure_topic(topic)
+        stamps = [r.timestamp for r in records]
+        if stamps[0] is not None and stamps.count(stamps[0]) == len(stamps):
+            timestamps: list[int] | None = stamps
+        elif all(t is None for t in stamps):
+            timestamps = None
+        else:
+            now = int(time.time() * 1000)
+            timestamps = [now if t is None else t for t in stamps]
+        self.producer.send_batch(topic, None, values, None, timestamps)
+        for r in reversed(records):  # one source partition: its last offset covers the batch
+            if r.source_offset is not None:
+                self._mark_processed(r)
+                break
+        self.records_sent += len(records)
+        return True
+
+    def _send_each(self, records: list[SourceRecord]) -> None:
         chain = self.chain
         key_conv = self.converters.key.from_connect_data
         value_conv = self.converters.value.from_connect_data

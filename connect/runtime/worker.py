@@ -20,9 +20,9 @@ from connect.api.connector import (
     SinkConnector,
     SinkConnectorContext,
     SinkTask,
-    SourceConnector,
     SourceConnectorContext,
     SourceTask,
+    StreamingSinkTask,
 )
 from connect.api.converter import Converter, HeaderConverter
 from connect.api.errors import ConfigException, ConnectException
@@ -35,6 +35,7 @@ from connect.runtime.plugins import PluginRegistry
 from connect.runtime.sink_task import WorkerSinkTask
 from connect.runtime.source_task import WorkerSourceTask
 from connect.runtime.status import StatusStore, TaskStatus, format_trace
+from connect.runtime.streaming_task import WorkerStreamingTask
 from connect.runtime.transformation_chain import build_chain
 from connect.runtime.worker_config import WorkerConfig
 from connect.runtime.worker_task import TaskConverters, WorkerTask
@@ -95,6 +96,8 @@ class Worker:
         self._lock = threading.RLock()
         self._connectors: dict[str, WorkerConnector] = {}
         self._tasks: dict[ConnectorTaskId, WorkerTask] = {}
+        # the same tasks by connector: status calls ask per connector, and there may be many connectors
+        self._connector_tasks: dict[str, dict[ConnectorTaskId, WorkerTask]] = {}
         self._admin = None
 
     @property
@@ -217,6 +220,7 @@ class Worker:
                 self.status.put_task(task_id, TaskStatus(State.FAILED, self.worker_id, format_trace(exc)))
                 return False
             self._tasks[task_id] = task
+            self._connector_tasks.setdefault(task_id.connector, {})[task_id] = task
             self.status.put_task(task_id, TaskStatus(State.UNASSIGNED, self.worker_id))
             task.start()
             return True
@@ -236,7 +240,12 @@ class Worker:
             chain=chain, status=self.status, target_state=target, worker_config=self.config.originals,
         )
         if isinstance(task, SourceTask):
-            producer = self.backend.producer(_prefixed(cc, "producer.override."))
+            overrides = _prefixed(cc, "producer.override.")
+            if type(task).commit_record is SourceTask.commit_record:
+                # nothing waits on each record's ack, only failures need reporting (a Kafka producer then skips
+                # a delivery callback per record; the embedded log ignores the setting)
+                overrides = {"delivery.report.only.error": "true", **overrides}
+            producer = self.backend.producer(overrides)
             dlq = self._dlq(cc, task_id, metrics)
             errors = ErrorHandler(cc, task_id.connector, task_id.task, stop_event, dlq, metrics)
             return WorkerSourceTask(task=task, producer=producer, admin=self.admin, offset_store=self.offset_store,
@@ -249,7 +258,12 @@ class Worker:
             dlq = self._dlq(cc, task_id, metrics)
             errors = ErrorHandler(cc, task_id.connector, task_id.task, stop_event, dlq, metrics)
             return WorkerSinkTask(task=task, consumer=consumer, errors=errors, **common)  # type: ignore[arg-type]
-        raise ConfigException("task.class", task_class_name, "not a SourceTask or SinkTask")
+        if isinstance(task, StreamingSinkTask):
+            # reads its topics itself: no consumer; the DLQ is the connector's, as for any sink
+            dlq = self._dlq(cc, task_id, metrics)
+            errors = ErrorHandler(cc, task_id.connector, task_id.task, stop_event, dlq, metrics)
+            return WorkerStreamingTask(task=task, errors=errors, **common)  # type: ignore[arg-type]
+        raise ConfigException("task.class", task_class_name, "not a SourceTask, SinkTask or StreamingSinkTask")
 
     def _dlq(self, cc: Mapping[str, str], task_id: ConnectorTaskId, metrics: ErrorMetrics) -> DeadLetterQueueReporter | None:
         topic = str(cc.get("errors.deadletterqueue.topic.name", "") or "").strip()
@@ -298,6 +312,8 @@ class Worker:
             timeout = int(self.config.originals.get("task.shutdown.graceful.timeout.ms", 5000)) / 1000
         with self._lock:
             tasks = [(tid, self._tasks.pop(tid)) for tid in task_ids if tid in self._tasks]
+            for tid, _ in tasks:
+                self._connector_tasks.get(tid.connector, {}).pop(tid, None)
         for _, task in tasks:
             task.stop()
         for tid, task in tasks:
@@ -316,7 +332,7 @@ class Worker:
 
     def connector_task_metrics(self, connector: str) -> dict[ConnectorTaskId, dict[str, int | float]]:
         with self._lock:
-            tasks = [(tid, task) for tid, task in self._tasks.items() if tid.connector == connector]
+            tasks = list(self._connector_tasks.get(connector, {}).items())
         return {tid: task.metrics() for tid, task in tasks}
 
     def connector_names(self) -> list[str]:
@@ -352,7 +368,3 @@ def _import_class(name: str) -> type:
             return obj
         break
     raise ConfigException("task.class", name, "task class cannot be loaded")
-
-
-def is_source(connector: Connector) -> bool:
-    return isinstance(connector, SourceConnector)

@@ -1,0 +1,279 @@
+"""Records/s landed by the Spark sinks, beside Spark writing the same records from a DataFrame.
+
+A topic of the embedded log gets N JSON records (default 1,000,000) spread
+over 4 partitions and 5 hours of record time. Then, in one Spark session
+(local[2]) and the same run:
+
+* HDFS (Parquet, folders dt=YYYY-MM-dd/hour=HH): the HdfsSparkSink task
+  streams the topic into HDFS (given the values' schema, as the baseline is;
+  then again inferring it), against a baseline where Spark takes the same
+  records (their JSON text and time, cached in a DataFrame), parses them and
+  writes them straight to HDFS with ``df.write.partitionBy("dt", "hour").parquet(...)``.
+* OpenSearch (ids topic+partition+offset): the ElasticsearchSparkSink task,
+  against a baseline where Spark sends the same cached records to the same
+  node with opensearch-py bulk requests of the same size from each partition
+  (``foreachPartition``), the usual way to write a DataFrame to OpenSearch
+  without the connector.
+
+A sink's time runs from the start of its query to the moment all N records
+are reported landed; the Spark session and the services are up, and both
+sides have run once on 20,000 records of another topic, before any timing
+starts. Services are started on loopback unless ``--hdfs-url``/
+``--webhdfs-url`` and ``--opensearch-url`` name running ones.
+
+    python bench/bench_spark_sinks.py --records 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from connect.api import StreamingSinkTaskContext  # noqa: E402
+
+HOUR_MS = 3_600_000
+BASE_TS = 1_700_000_000_000
+PARTITIONS = 4
+
+
+def produce(log_dir: Path, topic: str, n: int) -> list[tuple[int, int, int, bytes]]:
+    """N records into the log; returns (partition, offset, timestamp, value) of each, for the baselines."""
+    from connect.log.api import NewTopic
+    from connect.log.embedded.backend import EmbeddedBackend
+
+    backend = EmbeddedBackend(str(log_dir))
+    backend.admin().create_topic(NewTopic(topic, PARTITIONS, 1))
+    producer = backend.producer()
+    out: list[tuple[int, int, int, bytes]] = []
+    next_offset = [0] * PARTITIONS
+    chunk = 20_000
+    for lo in range(0, n, chunk):
+        for p in range(PARTITIONS):
+            ids = range(lo + p, min(lo + chunk, n), PARTITIONS)
+            values = [json.dumps({"id": i, "user": f"user-{i % 5000}", "amount": i % 1000 / 10,
+                                  "status": "ok" if i % 7 else "retry"}).encode() for i in ids]
+            stamps = [BASE_TS + i * 5 * HOUR_MS // n for i in ids]
+            producer.send_batch(topic, p, values, timestamps=stamps)
+            for v, ts in zip(values, stamps, strict=True):
+                out.append((p, next_offset[p], ts, v))
+                next_offset[p] += 1
+    producer.flush(60)
+    producer.close()
+    backend.close()
+    return out
+
+
+class _Context(StreamingSinkTaskContext):
+    def __init__(self, props: Mapping[str, str], log_dir: Path, state: Path) -> None:
+        self._props, self._log_dir, self._state = props, log_dir, state
+
+    def configs(self) -> Mapping[str, str]:
+        return self._props
+
+    def log_settings(self) -> Mapping[str, str]:
+        return {"embedded.log.dir": str(self._log_dir)}
+
+    def state_dir(self) -> str:
+        self._state.mkdir(parents=True, exist_ok=True)
+        return str(self._state)
+
+    def dead_letter_queue(self) -> None:
+        return None
+
+
+def run_sink(task_cls: type, props: dict[str, str], log_dir: Path, state: Path, n: int,
+             counter: str = "records_total") -> float:
+    """Seconds from the query start until the task reports n records landed."""
+    task = task_cls()
+    task.initialize(_Context(props, log_dir, state))
+    task.start(props)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            task.run()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    while task.progress().get("query") != "RUNNING":
+        if errors:
+            raise errors[0]
+        time.sleep(0.05)
+    started = time.perf_counter()
+    while task.progress().get(counter, 0) < n:
+        if errors:
+            raise errors[0]
+        time.sleep(0.05)
+    elapsed = time.perf_counter() - started
+    task.stop()
+    thread.join(120)
+    return elapsed
+
+
+VALUE_SCHEMA = "id BIGINT, user STRING, amount DOUBLE, status STRING"
+
+
+def dataframe(spark: Any, records: list[tuple[int, int, int, bytes]], topic: str) -> Any:
+    """The same records as they are in the topic (JSON text, time, coordinates), cached in Spark's memory."""
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+    schema = StructType([StructField("partition", IntegerType()), StructField("offset", LongType()),
+                         StructField("timestamp_ms", LongType()), StructField("value", StringType())])
+    rows = spark.createDataFrame([(p, o, ts, v.decode()) for p, o, ts, v in records], schema, verifySchema=False)
+    from pyspark.sql import functions as F
+
+    df = rows.withColumn("topic", F.lit(topic)).repartition(PARTITIONS).cache()
+    df.count()
+    return df
+
+
+def baseline_hdfs(df: Any, url: str) -> float:
+    """Spark parses the JSON values and writes them as Parquet in the same hour folders."""
+    from pyspark.sql import functions as F
+
+    started = time.perf_counter()
+    ts = F.timestamp_millis("timestamp_ms")
+    (df.select(F.from_json("value", VALUE_SCHEMA).alias("v"), F.date_format(ts, "yyyy-MM-dd").alias("dt"),
+               F.date_format(ts, "HH").alias("hour"))
+     .select("v.*", "dt", "hour").write.mode("overwrite").partitionBy("dt", "hour").parquet(url))
+    return time.perf_counter() - started
+
+
+def _bulk_partition(url: str, batch_size: int, rows: Any) -> None:
+    from opensearchpy import OpenSearch
+
+    client = OpenSearch(hosts=[url], timeout=120)
+    lines: list[bytes] = []
+    for row in rows:
+        meta = {"index": {"_index": row["topic"] + "-baseline", "_id": f"{row['topic']}+{row['partition']}+"
+                          f"{row['offset']}"}}
+        lines.append(json.dumps(meta).encode() + b"\n" + row["value"].encode() + b"\n")
+        if len(lines) >= batch_size:
+            client.bulk(body=b"".join(lines))
+            lines = []
+    if lines:
+        client.bulk(body=b"".join(lines))
+    client.close()
+
+
+def baseline_opensearch(df: Any, url: str, batch_size: int) -> float:
+    import functools
+
+    started = time.perf_counter()
+    df.select("topic", "partition", "offset", "value").foreachPartition(
+        functools.partial(_bulk_partition, url, batch_size))
+    return time.perf_counter() - started
+
+
+def warm_up(spark: Any, work: Path, run: str, hdfs_url: str | None, os_url: str | None, skip: list[str]) -> None:
+    """Both sides run warm: Spark's Python workers, the JVM's JIT and the targets see some traffic first."""
+    from spark_sinks.hdfs import HdfsSparkSinkTask
+    from spark_sinks.search import ElasticsearchSparkSinkTask
+
+    topic = f"warmup-{run[7:]}"
+    records = produce(work / "data", topic, 20_000)
+    small = dataframe(spark, records, topic)
+    common = {"topics": topic, "spark.master": "local[2]", "trigger.interval.ms": "500"}
+    if "hdfs" not in skip:
+        run_sink(HdfsSparkSinkTask, {**common, "name": "warm-hdfs", "hdfs.url": hdfs_url, "format": "parquet",
+                                     "topics.dir": f"{run}/warmup/topics", "logs.dir": f"{run}/warmup/logs",
+                                     "path.format": "dt=YYYY-MM-dd/hour=HH"}, work / "data", work / "w1", 20_000)
+        baseline_hdfs(small, f"{hdfs_url}{run}/warmup/baseline")
+    if "opensearch" not in skip:
+        run_sink(ElasticsearchSparkSinkTask, {**common, "name": "warm-os", "connection.url": os_url,
+                                              "key.ignore": "true"}, work / "data", work / "w2", 20_000,
+                 "documents_written")
+        baseline_opensearch(small, os_url, 2000)
+    small.unpersist()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--hdfs-url", help="a running HDFS (hdfs://host:port); default: start one")
+    parser.add_argument("--webhdfs-url", help="its WebHDFS address, with --hdfs-url")
+    parser.add_argument("--opensearch-url", help="a running OpenSearch; default: start one")
+    parser.add_argument("--batch-size", type=int, default=2000)
+    parser.add_argument("--skip", choices=("hdfs", "opensearch"), action="append", default=[])
+    args = parser.parse_args()
+    n = args.records
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+    from services.hdfs import HdfsService
+    from services.opensearch import OpenSearchService
+    from spark_sinks.hdfs import HdfsSparkSinkTask
+    from spark_sinks.search import ElasticsearchSparkSinkTask
+    from spark_sinks.session import spark_session
+
+    services: list[Any] = []
+    hdfs_url = args.hdfs_url
+    os_url = args.opensearch_url
+    if not hdfs_url and "hdfs" not in args.skip:
+        services.append(HdfsService(heap="1g").start())
+        hdfs_url = services[-1].url
+    if not os_url and "opensearch" not in args.skip:
+        services.append(OpenSearchService(heap="1g").start())
+        os_url = services[-1].url
+    work = Path(tempfile.mkdtemp(prefix="bench-spark-sinks-"))
+    run = f"/bench-{uuid.uuid4().hex[:8]}"  # HDFS folders and index names of this run only
+    topic = f"bench-{run[7:]}"
+    try:
+        started = time.perf_counter()
+        records = produce(work / "data", topic, n)
+        print(f"produced {n:,} JSON records ({PARTITIONS} partitions) in {time.perf_counter() - started:.1f} s",
+              flush=True)
+        spark = spark_session({"spark.master": "local[2]", "spark.driver.memory": "3g",
+                               "spark.sql.shuffle.partitions": str(PARTITIONS)})
+        df = dataframe(spark, records, topic)
+        del records
+        common = {"topics": topic, "spark.master": "local[2]", "trigger.interval.ms": "500"}
+        warm_up(spark, work, run, hdfs_url, os_url, args.skip)
+        print(f"{'target':<32}{'records':>10}{'seconds':>10}{'records/s':>12}")
+        results: dict[str, tuple[float, float]] = {}
+        if "hdfs" not in args.skip:
+            props = {**common, "hdfs.url": hdfs_url, "format": "parquet", "path.format": "dt=YYYY-MM-dd/hour=HH"}
+            given = run_sink(HdfsSparkSinkTask, {**props, "name": "bench-hdfs", "value.schema": VALUE_SCHEMA,
+                                                 "topics.dir": f"{run}/topics", "logs.dir": f"{run}/logs"},
+                             work / "data", work / "state-hdfs", n)
+            base = baseline_hdfs(df, f"{hdfs_url}{run}/baseline")
+            inferred = run_sink(HdfsSparkSinkTask, {**props, "name": "bench-hdfs-infer", "topics.dir": f"{run}/t2",
+                                                    "logs.dir": f"{run}/l2"}, work / "data", work / "state-h2", n)
+            results["HDFS Parquet"] = (given, base)
+            results["HDFS Parquet, schema inferred"] = (inferred, base)
+            print(f"{'HdfsSparkSink (Parquet)':<32}{n:>10,}{given:>10.1f}{n / given:>12,.0f}")
+            print(f"{'  same, schema inferred':<32}{n:>10,}{inferred:>10.1f}{n / inferred:>12,.0f}")
+            print(f"{'baseline: DataFrame -> Parquet':<32}{n:>10,}{base:>10.1f}{n / base:>12,.0f}", flush=True)
+        if "opensearch" not in args.skip:
+            props = {**common, "name": "bench-os", "connection.url": os_url, "key.ignore": "true",
+                     "batch.size": str(args.batch_size)}
+            sink = run_sink(ElasticsearchSparkSinkTask, props, work / "data", work / "state-os", n,
+                            "documents_written")
+            base = baseline_opensearch(df, os_url, args.batch_size)
+            results["OpenSearch"] = (sink, base)
+            print(f"{'ElasticsearchSparkSink (OS)':<32}{n:>10,}{sink:>10.1f}{n / sink:>12,.0f}")
+            print(f"{'baseline: DataFrame -> bulk':<32}{n:>10,}{base:>10.1f}{n / base:>12,.0f}", flush=True)
+        for name, (sink, base) in results.items():
+            print(f"ratio {name}: {base / sink:.2f} (sink records/s / baseline records/s; target >= 0.5)")
+        spark.stop()
+    finally:
+        for svc in services:
+            svc.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

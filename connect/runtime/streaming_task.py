@@ -1,0 +1,194 @@
+"""WorkerStreamingTask: runs a StreamingSinkTask, one that reads its topics itself (a Spark query, say).
+
+The worker does not consume for such a task. It hands the task a context
+(its config, how to reach the worker's log, a state directory of the
+connector's own and the connector's dead-letter topic), calls ``start`` and
+then the blocking ``run`` on the task thread, forwards pause/resume from the
+connector's target state, and calls ``stop`` from the stopping thread. The
+task's ``progress()`` is merged into the task status ``metrics`` and logged
+as one INFO line at most every ``PROGRESS_LOG_INTERVAL`` seconds while it
+changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from connect.api.connector import DeadLetterQueue, StreamingSinkTask, StreamingSinkTaskContext
+from connect.api.errors import ConnectException
+from connect.log.api import ConsumerRecord
+from connect.runtime.errors import DeadLetterQueueReporter, Failure, Stage
+from connect.runtime.worker_task import WorkerTask
+
+__all__ = ["WorkerStreamingTask", "log_settings", "state_dir_for"]
+
+log = logging.getLogger(__name__)
+
+PROGRESS_LOG_INTERVAL = 10.0
+DEFAULT_STATE_DIR = "headrace-state"
+
+# Kafka client settings a task needs to read the same cluster as the worker (security and the like).
+_CLIENT_PREFIXES = ("security.", "sasl.", "ssl.")
+
+
+def log_settings(worker_config: Mapping[str, Any]) -> dict[str, str]:
+    """How a streaming task reaches the worker's log: ``bootstrap.servers`` (+ security) or ``embedded.log.dir``."""
+    servers = str(worker_config.get("bootstrap.servers") or "").strip()
+    if servers:
+        out = {"bootstrap.servers": servers}
+        for key, value in worker_config.items():
+            if key.startswith(_CLIENT_PREFIXES) and value not in (None, ""):
+                out[key] = str(value)
+            elif key.startswith("consumer.") and key[len("consumer."):].startswith(_CLIENT_PREFIXES):
+                out[key[len("consumer."):]] = str(value)
+        return out
+    return {"embedded.log.dir": os.path.abspath(str(worker_config.get("embedded.log.dir") or "./headrace-data"))}
+
+
+def state_dir_for(worker_config: Mapping[str, Any], connector: str) -> str:
+    """``<streaming.state.dir>/<connector>``; the worker setting defaults to ``./headrace-state``."""
+    root = str(worker_config.get("streaming.state.dir") or DEFAULT_STATE_DIR)
+    return os.path.join(os.path.abspath(root), connector)
+
+
+class _DeadLetterQueue(DeadLetterQueue):
+    """The SDK's DeadLetterQueue over the worker's DLQ reporter (same topic, headers and metrics as sinks)."""
+
+    def __init__(self, reporter: DeadLetterQueueReporter, plugin_class: str) -> None:
+        self._reporter = reporter
+        self._plugin_class = plugin_class
+        self._lock = threading.Lock()
+
+    def report(self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None,
+               headers: Sequence[tuple[str, bytes | None]], error: BaseException | str) -> None:
+        err = error if isinstance(error, BaseException) else ConnectException(str(error))
+        headers = tuple((str(k), v) for k, v in headers)
+        consumed = ConsumerRecord(topic, partition, offset, -1, key, value, headers)
+        with self._lock:
+            self._reporter.metrics.records_failed += 1
+            self._reporter.metrics.records_skipped += 1
+            self._reporter.report(Failure(Stage.TASK_PUT, self._plugin_class, err, consumed), key, value, headers)
+
+    def flush(self, timeout: float | None = None) -> None:
+        with self._lock:
+            self._reporter.flush(timeout)
+
+
+class _Context(StreamingSinkTaskContext):
+    def __init__(self, owner: WorkerStreamingTask) -> None:
+        self._owner = owner
+
+    def configs(self) -> Mapping[str, str]:
+        return self._owner.task_config
+
+    def log_settings(self) -> Mapping[str, str]:
+        return self._owner.log_settings
+
+    def state_dir(self) -> str:
+        os.makedirs(self._owner.state_dir, exist_ok=True)
+        return self._owner.state_dir
+
+    def dead_letter_queue(self) -> DeadLetterQueue | None:
+        return self._owner.dead_letter_queue
+
+    def connector_name(self) -> str:
+        return self._owner.id.connector
+
+
+class WorkerStreamingTask(WorkerTask):
+    def __init__(self, *args: Any, task: StreamingSinkTask, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.task = task
+        self.log_settings = log_settings(self.worker_config)
+        self.state_dir = state_dir_for(self.worker_config, self.id.connector)
+        dlq = self.errors.dlq
+        self.dead_letter_queue = (
+            _DeadLetterQueue(dlq, type(task).__qualname__) if dlq is not None else None
+        )
+        self.context = _Context(self)
+        self._paused_task = False
+        self._last_logged: dict[str, Any] | None = None
+        self._reporter = threading.Thread(target=self._report_progress, name=f"task-{self.id}-progress",
+                                          daemon=True)
+
+    # --- WorkerTask ------------------------------------------------------------------------------
+    def initialize_and_start(self) -> None:
+        self.task.initialize(self.context)
+        self.task.start(self.task_config)
+        if self.is_paused:
+            self._apply_target()
+
+    def execute(self) -> None:
+        self._reporter.start()
+        log.info("%s Streaming sink task running (state dir %s, log %s)", self, self.state_dir,
+                 ", ".join(f"{k}={v}" for k, v in self.log_settings.items() if k in ("bootstrap.servers",
+                                                                                       "embedded.log.dir")))
+        self.task.run()
+
+    def close(self) -> None:
+        try:
+            self.task.stop()
+        except Exception:  # noqa: BLE001
+            log.exception("%s Error stopping streaming sink task", self)
+        dlq = self.errors.dlq
+        if dlq is not None:
+            try:
+                dlq.flush(self.offset_flush_timeout)
+            except Exception:  # noqa: BLE001
+                log.exception("%s Error flushing the dead letter queue", self)
+            try:
+                dlq.producer.close(self.offset_flush_timeout)
+            except Exception:  # noqa: BLE001
+                log.exception("%s Error closing the dead letter queue producer", self)
+        self._log_progress(force=True)
+
+    def _signal_stop(self) -> None:
+        try:
+            self.task.stop()
+        except Exception:  # noqa: BLE001 - stopping must go on
+            log.exception("%s Error asking streaming sink task to stop", self)
+
+    def _signal_state_change(self) -> None:
+        self._apply_target()
+
+    def _apply_target(self) -> None:
+        paused = self.is_paused
+        if paused == self._paused_task:
+            return
+        self._paused_task = paused
+        try:
+            if paused:
+                self.task.pause()
+                log.info("%s Streaming sink task paused", self)
+            else:
+                self.task.resume()
+                log.info("%s Streaming sink task resumed", self)
+        except Exception:  # noqa: BLE001 - a failed pause/resume is logged; run() reports real failures
+            log.exception("%s Error changing the target state of the streaming sink task", self)
+
+    # --- progress --------------------------------------------------------------------------------
+    def progress(self) -> dict[str, Any]:
+        try:
+            return dict(self.task.progress())
+        except Exception:  # noqa: BLE001 - progress is informative only
+            log.debug("%s progress() failed", self, exc_info=True)
+            return {}
+
+    def metrics(self) -> dict[str, Any]:
+        return {**self.progress(), **super().metrics()}
+
+    def _log_progress(self, force: bool = False) -> None:
+        progress = self.progress()
+        if not progress or (progress == self._last_logged and not force):
+            return
+        self._last_logged = progress
+        log.info("%s Progress of connector %s task %d: %s", self, self.id.connector, self.id.task,
+                 ", ".join(f"{k}={v}" for k, v in progress.items()))
+
+    def _report_progress(self) -> None:
+        while not self._stopping.wait(PROGRESS_LOG_INTERVAL):
+            self._log_progress()

@@ -1,0 +1,603 @@
+"""HdfsSparkSink: topics into HDFS as Parquet, Avro, JSON or text files, exactly once, through Spark.
+
+Layout and names follow Confluent's HDFS sink connector::
+
+    <hdfs.url><topics.dir>/<topic>/<partition path>/<topic>+<partition>+<start offset>+<end offset>.<ext>
+
+with the partition path from the partitioner: ``partition=<n>`` (default),
+``<field>=<value>`` (field), or the ``path.format`` of a time-based
+partitioner (``dt=YYYY-MM-dd/hour=HH``: each segment ``name=pattern``, so that
+Spark and Hive read the folders back as columns), from the record time, a
+field of the value or the wall clock, in ``timezone``.
+
+Exactly once: each micro-batch is written by Spark into
+``<topics.dir>/+tmp/<connector>/<batch id>/`` with one file per (topic,
+partition, partition path); then every file is renamed (an atomic HDFS
+rename) to its final name, which holds the first and last offset of its
+topic-partition in that micro-batch (from the query's offset log), so the
+records of a file lie within the range its name gives. A batch that runs
+again after a crash (Spark replays it with the same offsets from its
+checkpoint) produces the same names, and a name that already exists is not
+written twice. No shuffle is needed for this: each input partition of a
+micro-batch is one topic-partition, as both sources plan them. The query's checkpoint lives in HDFS too
+(``<logs.dir>/<connector>/checkpoint``); if it is lost, the query starts after
+the highest end offset found in the committed file names.
+
+Files: Parquet and Avro hold the fields of the JSON values (the schema is
+``value.schema``, a Spark DDL string, or inferred from each batch and merged
+with what earlier batches saw); JSON files hold the values as they are, one
+per line; text files hold the values as UTF-8 lines. Tombstones (null
+values) are skipped. ``flush.size`` caps the records of a micro-batch (so of
+each file) and ``rotate.interval.ms`` sets how often a micro-batch starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import time
+import zoneinfo
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlparse
+
+from connect.api import (
+    AbstractConfig,
+    CaseInsensitiveValidString,
+    ConfigDef,
+    ConfigException,
+    ConfigType,
+    ConfigValue,
+    ConnectException,
+    Importance,
+    LambdaValidator,
+    Range,
+    SinkConnector,
+    Task,
+    Width,
+)
+from spark_sinks.config import (
+    MAX_OFFSETS_PER_TRIGGER,
+    TRIGGER_INTERVAL_MS,
+    is_truthy,
+    java_to_spark_pattern,
+    spark_sink_def,
+    topics_of,
+)
+from spark_sinks.task import VERSION, SparkSinkTask
+
+__all__ = ["HdfsSparkSink", "HdfsSparkSinkTask", "parse_path_format"]
+
+log = logging.getLogger(__name__)
+
+HDFS_GROUP = "HDFS"
+STORAGE_GROUP = "Storage"
+PARTITIONER_GROUP = "Partitioner"
+
+FORMATS = {"parquet": "parquet", "avro": "avro", "json": "json", "text": "txt"}
+PARTITIONERS = {
+    "default": "default", "field": "field", "time": "time", "hourly": "hourly", "daily": "daily",
+    "io.confluent.connect.storage.partitioner.DefaultPartitioner": "default",
+    "io.confluent.connect.storage.partitioner.FieldPartitioner": "field",
+    "io.confluent.connect.storage.partitioner.TimeBasedPartitioner": "time",
+    "io.confluent.connect.storage.partitioner.HourlyPartitioner": "hourly",
+    "io.confluent.connect.storage.partitioner.DailyPartitioner": "daily",
+}
+_FIXED_FORMATS = {"hourly": "'year'=YYYY/'month'=MM/'day'=dd/'hour'=HH", "daily": "'year'=YYYY/'month'=MM/'day'=dd"}
+EXTRACTORS = ("Record", "RecordField", "Wallclock")
+TMP_DIR = "+tmp"
+_FILE_NAME = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)\+(?P<partition>\d+)\+(?P<start>\d+)\+(?P<end>\d+)\.\w+$")
+
+
+def parse_path_format(path_format: str) -> list[tuple[str, str]]:
+    """``dt=YYYY-MM-dd/hour=HH`` -> [("dt", "yyyy-MM-dd"), ("hour", "HH")] (names unquoted, Spark patterns).
+
+    Raises ValueError for a segment that is not ``name=pattern``: Spark and
+    Hive only read ``name=value`` folders back as columns.
+    """
+    out: list[tuple[str, str]] = []
+    for segment in [s for s in path_format.strip().strip("/").split("/") if s]:
+        m = re.fullmatch(r"\s*('(?:[^']|'')+'|[A-Za-z_][A-Za-z0-9_]*)\s*=(.+)", segment)
+        if m is None:
+            raise ValueError(f"segment {segment!r} is not name=pattern (e.g. dt=YYYY-MM-dd/hour=HH)")
+        name = m.group(1).strip("'").replace("''", "'")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(f"segment {segment!r}: {name!r} is not a usable column name")
+        out.append((name, java_to_spark_pattern(m.group(2).strip())))
+    if not out:
+        raise ValueError("it is empty")
+    names = [n for n, _ in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"names repeat: {names}")
+    return out
+
+
+def _check_path_format(name: str, value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    try:
+        parse_path_format(str(value))
+    except ValueError as exc:
+        return f"Invalid value {value} for configuration {name}: {exc}"
+    return None
+
+
+def _check_timezone(name: str, value: Any) -> str | None:
+    try:
+        zoneinfo.ZoneInfo(str(value))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return f"Invalid value {value} for configuration {name}: unknown time zone"
+    return None
+
+
+def _check_url(name: str, value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    parsed = urlparse(str(value))
+    if parsed.scheme not in ("hdfs", "webhdfs", "file", "viewfs") or (parsed.scheme != "file" and not parsed.netloc):
+        return f"Invalid value {value} for configuration {name}: expected hdfs://host:port"
+    return None
+
+
+def _check_partitioner(name: str, value: Any) -> str | None:
+    if str(value) in PARTITIONERS:
+        return None
+    return (f"Invalid value {value} for configuration {name}: one of default, field, time, hourly, daily "
+            "(or Confluent's partitioner class names)")
+
+
+def hdfs_def() -> ConfigDef:
+    d = ConfigDef(spark_sink_def())
+    d.define("hdfs.url", ConfigType.STRING, validator=LambdaValidator(_check_url), importance=Importance.HIGH,
+             documentation="The file system to write to, e.g. hdfs://namenode:8020.", group=HDFS_GROUP,
+             order_in_group=1, width=Width.MEDIUM, display_name="HDFS URL")
+    d.define("topics.dir", ConfigType.STRING, "/topics", importance=Importance.HIGH, group=HDFS_GROUP,
+             order_in_group=2, documentation="Top folder of the committed files (one folder per topic below it).")
+    d.define("logs.dir", ConfigType.STRING, "/logs", importance=Importance.HIGH, group=HDFS_GROUP,
+             order_in_group=3, documentation="Top folder of the connectors' Spark checkpoints.")
+    d.define("format", ConfigType.STRING, "parquet", CaseInsensitiveValidString.in_(*FORMATS), Importance.HIGH,
+             "File format: parquet, avro, json (the JSON values, one per line) or text.", STORAGE_GROUP, 1)
+    d.define("format.class", ConfigType.STRING, "", importance=Importance.LOW, group=STORAGE_GROUP,
+             order_in_group=2, documentation="Confluent's format class (…ParquetFormat, …AvroFormat, …JsonFormat, "
+                                             "…StringFormat); used when format is not given.")
+    d.define("value.schema", ConfigType.STRING, "", importance=Importance.MEDIUM, group=STORAGE_GROUP,
+             order_in_group=3, documentation="Spark DDL of the JSON values (a b BIGINT, c STRING) for Parquet and "
+                                             "Avro; empty: inferred from each micro-batch.")
+    d.define("flush.size", ConfigType.LONG, 0, Range.at_least(0), Importance.HIGH,
+             "At most this many records per micro-batch, hence per file (0: no limit; overrides "
+             "max.offsets.per.trigger).", STORAGE_GROUP, 4)
+    d.define("rotate.interval.ms", ConfigType.LONG, -1, Range.at_least(-1), Importance.HIGH,
+             "How often files are committed, as the micro-batch interval (-1: trigger.interval.ms).",
+             STORAGE_GROUP, 5)
+    d.define("filename.offset.zero.pad.width", ConfigType.INT, 10, Range.at_least(0), Importance.LOW,
+             "Width the offsets in file names are zero-padded to.", STORAGE_GROUP, 6)
+    d.define("partitioner.class", ConfigType.STRING, "default", LambdaValidator(_check_partitioner),
+             Importance.HIGH, "default (partition=N), field, time (path.format), hourly or daily; a time-based one "
+             "when only path.format is given.", PARTITIONER_GROUP, 1)
+    d.define("path.format", ConfigType.STRING, "", LambdaValidator(_check_path_format), Importance.MEDIUM,
+             "Time-based folders, each segment name=pattern: dt=YYYY-MM-dd/hour=HH.", PARTITIONER_GROUP, 2)
+    d.define("partition.field.name", ConfigType.LIST, [], importance=Importance.MEDIUM, group=PARTITIONER_GROUP,
+             order_in_group=3, documentation="Fields of the value for the field partitioner (folders field=value).")
+    d.define("timestamp.extractor", ConfigType.STRING, "Record", CaseInsensitiveValidString.in_(*EXTRACTORS),
+             Importance.MEDIUM, "Time of a record for time-based folders: Record (its timestamp), RecordField "
+             "(timestamp.field of the value) or Wallclock.", PARTITIONER_GROUP, 4)
+    d.define("timestamp.field", ConfigType.STRING, "timestamp", importance=Importance.MEDIUM,
+             group=PARTITIONER_GROUP, order_in_group=5,
+             documentation="Field with the record time (epoch ms, or an ISO-8601 string) for RecordField.")
+    d.define("timezone", ConfigType.STRING, "UTC", LambdaValidator(_check_timezone), Importance.MEDIUM,
+             "Time zone of the time-based folders.", PARTITIONER_GROUP, 6)
+    d.define("locale", ConfigType.STRING, "", importance=Importance.LOW, group=PARTITIONER_GROUP, order_in_group=7,
+             documentation="Accepted for compatibility; folder names use the ISO calendar.")
+    return d
+
+
+_FORMAT_CLASSES = {"ParquetFormat": "parquet", "AvroFormat": "avro", "JsonFormat": "json", "StringFormat": "text"}
+
+
+def _format_of(config: Mapping[str, Any]) -> str:
+    given = str(config.get("format") or "").strip().lower()
+    cls = str(config.get("format.class") or "").strip()
+    if cls and not given:
+        for suffix, fmt in _FORMAT_CLASSES.items():
+            if cls.endswith(suffix):
+                return fmt
+    return given or "parquet"
+
+
+def _partitioner_of(config: Mapping[str, Any]) -> tuple[str, list[tuple[str, str]]]:
+    kind = PARTITIONERS.get(str(config.get("partitioner.class") or "default"), "default")
+    path_format = str(config.get("path.format") or "").strip()
+    if kind == "default" and path_format:
+        kind = "time"
+    if kind in _FIXED_FORMATS:
+        return "time", parse_path_format(_FIXED_FORMATS[kind])
+    if kind == "time":
+        if not path_format:
+            raise ConfigException("path.format", path_format, "a time-based partitioner needs path.format")
+        return "time", parse_path_format(path_format)
+    return kind, []
+
+
+def check_reachable(url: str, timeout: float = 5.0) -> None:
+    """Fail with a clear message naming ``url`` when nothing answers at its host and port."""
+    parsed = urlparse(url)
+    if parsed.scheme == "file":
+        return
+    host = parsed.hostname or "localhost"
+    port = parsed.port or (9870 if parsed.scheme == "webhdfs" else 8020)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return
+    except OSError as exc:
+        raise ConnectException(f"HDFS at {url} is not reachable: {exc.strerror or exc}") from exc
+
+
+class HdfsSparkSink(SinkConnector):
+    """Lands topics in HDFS through a Spark Structured Streaming query (one per connector)."""
+
+    def __init__(self) -> None:
+        self._props: dict[str, str] = {}
+
+    def version(self) -> str:
+        return VERSION
+
+    def config(self) -> ConfigDef:
+        return hdfs_def()
+
+    def validate(self, connector_configs: Mapping[str, str]) -> dict[str, ConfigValue]:
+        values = super().validate(connector_configs)
+        kind = PARTITIONERS.get(str(connector_configs.get("partitioner.class") or "default"))
+        if kind == "time" and not str(connector_configs.get("path.format") or "").strip():
+            values["path.format"].add_error("A time-based partitioner needs path.format")
+        if kind == "field" and not str(connector_configs.get("partition.field.name") or "").strip():
+            values["partition.field.name"].add_error("The field partitioner needs partition.field.name")
+        if (str(connector_configs.get("timestamp.extractor") or "").lower() == "recordfield"
+                and not str(connector_configs.get("timestamp.field") or "").strip()):
+            values["timestamp.field"].add_error("RecordField needs timestamp.field")
+        return values
+
+    def start(self, props: Mapping[str, str]) -> None:
+        config = AbstractConfig(hdfs_def(), props)
+        _partitioner_of(props)
+        check_reachable(str(config.get("hdfs.url")))
+        self._props = dict(props)
+
+    def task_class(self) -> type[Task]:
+        return HdfsSparkSinkTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        # One Spark query per connector: Spark spreads the work over its executors itself.
+        return [dict(self._props)]
+
+    def stop(self) -> None:
+        pass
+
+
+class HdfsSparkSinkTask(SparkSinkTask):
+    target = "HDFS"
+
+    def config_def(self) -> ConfigDef:
+        return hdfs_def()
+
+    def start(self, props: Mapping[str, str]) -> None:
+        props = dict(props)
+        if int(props.get("flush.size") or 0) > 0:
+            props[MAX_OFFSETS_PER_TRIGGER] = str(props["flush.size"])
+        if int(props.get("rotate.interval.ms") or -1) >= 0:
+            props[TRIGGER_INTERVAL_MS] = str(props["rotate.interval.ms"])
+        super().start(props)
+        self.url = str(self.config.get("hdfs.url")).rstrip("/")
+        self.topics_dir = "/" + str(self.config.get("topics.dir")).strip("/")
+        self.format = _format_of(props)
+        self.ext = FORMATS[self.format]
+        self.partitioner, self.path_format = _partitioner_of(props)
+        self.fields = [f for f in self.config.get_list("partition.field.name") if f]
+        self.extractor = str(self.config.get("timestamp.extractor")).lower()
+        self.ts_field = str(self.config.get("timestamp.field") or "")
+        self.timezone = str(self.config.get("timezone"))
+        self.pad = int(self.config.get("filename.offset.zero.pad.width"))
+        self.value_schema = str(self.config.get("value.schema") or "").strip()
+        self.unwrap = is_truthy(props.get("value.converter.schemas.enable", "false"))
+        self.tolerate = str(props.get("errors.tolerance", "none")).lower() == "all"
+        self._schema: Any = None  # the merged schema of the values seen so far (parquet/avro)
+        self._fs: Any = None
+
+    def default_checkpoint(self) -> str:
+        url = str(self.config.get("hdfs.url")).rstrip("/")
+        logs_dir = "/" + str(self.config.get("logs.dir")).strip("/")
+        return f"{url}{logs_dir}/{self.name}/checkpoint"
+
+    # --- Hadoop file system through the Spark JVM ------------------------------------------------------
+    def _path(self, path: str) -> Any:
+        return self._spark._jvm.org.apache.hadoop.fs.Path(path)  # noqa: SLF001
+
+    def prepare(self, spark: Any) -> None:
+        jvm = spark._jvm  # noqa: SLF001
+        conf = spark._jsc.hadoopConfiguration()  # noqa: SLF001
+        try:
+            self._fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI(self.url), conf)
+            self._fs.mkdirs(self._path(self.url + self.topics_dir))
+        except Exception as exc:
+            raise ConnectException(f"HDFS at {self.url} cannot be used: {_java_message(exc)}") from exc
+
+    # --- recovery: what HDFS already holds -------------------------------------------------------------------
+    def committed_offsets(self) -> dict[str, dict[str, int]]:
+        """The highest end offset in committed file names, per topic and partition."""
+        topics, regex = topics_of(self.props)
+        rx = re.compile(regex) if regex else None
+        root = self._path(self.url + self.topics_dir)
+        found: dict[str, dict[str, int]] = {}
+        if not self._fs.exists(root):
+            return found
+        for st in self._fs.listStatus(root):
+            topic = st.getPath().getName()
+            if not st.isDirectory() or topic == TMP_DIR or not ((rx and rx.fullmatch(topic)) or topic in topics):
+                continue
+            files = self._fs.listFiles(st.getPath(), True)
+            while files.hasNext():
+                m = _FILE_NAME.match(files.next().getPath().getName())
+                if m and m.group("topic") == topic:
+                    parts = found.setdefault(topic, {})
+                    parts[m.group("partition")] = max(parts.get(m.group("partition"), -1), int(m.group("end")))
+        return found
+
+    def recovered_starting_offsets(self, spark: Any) -> str | None:
+        committed = self.committed_offsets()
+        if not committed:
+            return None
+        offsets = {t: {p: end + 1 for p, end in parts.items()} for t, parts in committed.items()}
+        settings = self.context.log_settings()
+        if settings.get("bootstrap.servers"):
+            # Spark's Kafka source wants every partition of every topic named: the others from the earliest
+            offsets = _complete_kafka_offsets(settings, offsets)
+        import json
+
+        return json.dumps(offsets, sort_keys=True)
+
+    # --- one micro-batch ---------------------------------------------------------------------------------------
+    def write_batch(self, df: Any, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        started = time.monotonic()
+        spark = df.sparkSession
+        value = F.col("value").cast("string")
+        if self.unwrap:
+            value = F.get_json_object(value, "$.payload")
+        base = df.where(F.col("value").isNotNull()).select(
+            "topic", "partition", "offset", "timestamp", "key", "headers", value.alias("_value"))
+        if self.format != "text":
+            base = self._dead_letter_invalid_json(base)
+        keys = ["topic", "partition", *self._partition_columns()]
+        shaped = base.select("topic", "partition", "offset", *self._partition_exprs(spark), "_value")
+        cached = None
+        if self.format in ("parquet", "avro"):
+            if not self.value_schema:  # the batch is read twice: to infer the schema, then to write it
+                shaped = cached = shaped.persist()
+            schema = self._batch_schema(spark, shaped)
+            options = {"mode": "PERMISSIVE" if self.tolerate else "FAILFAST"}
+            parsed = F.from_json("_value", schema, options).alias("_v")
+            data = [F.col("_v")[f.name].alias(f.name) for f in schema.fields if f.name not in keys]
+            shaped = shaped.select(*keys, "offset", parsed).select(*keys, "offset", *data)
+        else:
+            shaped = shaped.select(*keys, "offset", F.col("_value").alias("value"))
+        # Each input partition of a micro-batch holds one topic-partition (both sources plan them so), so no
+        # shuffle is needed: the files of a topic-partition carry the offset range it had in this batch.
+        ranges = self._batch_ranges(cached if cached is not None else df, batch_id)
+        ranged = time.monotonic()
+        lookup = F.concat_ws(":", "topic", F.col("partition").cast("string"))
+        starts = F.create_map(*[x for (t, p), (lo, _) in ranges.items() for x in (F.lit(f"{t}:{p}"), F.lit(lo))])
+        ends = F.create_map(*[x for (t, p), (_, hi) in ranges.items() for x in (F.lit(f"{t}:{p}"), F.lit(hi))])
+        out = shaped.withColumn("_start", starts[lookup]).withColumn("_end", ends[lookup]).drop("offset")
+        tmp = f"{self.url}{self.topics_dir}/{TMP_DIR}/{self.name}/{batch_id}"
+        writer = (out.write.mode("overwrite").partitionBy(*keys, "_start", "_end")
+                  .option("maxRecordsPerFile", 0))
+        if self.format == "avro":
+            writer.format("avro").save(tmp)
+        elif self.format == "parquet":
+            writer.parquet(tmp)
+        else:
+            writer.text(tmp)
+        if cached is not None:
+            cached.unpersist()
+        wrote = time.monotonic()
+        committed = self._commit(tmp, batch_id)
+        self.count("files_committed", committed)
+        log.debug("%s: batch %d: offset ranges in %.0f ms, Spark wrote in %.0f ms, commit took %.0f ms", self.name,
+                  batch_id, (ranged - started) * 1000, (wrote - ranged) * 1000, (time.monotonic() - wrote) * 1000)
+
+    def _batch_ranges(self, df: Any, batch_id: int) -> dict[tuple[str, int], tuple[int, int]]:
+        """First and last offset of each topic-partition in the batch: from the query's offset log (this batch's
+        entry and the one before; a replay of the batch reads the same entries), else by scanning the batch."""
+        ranges = self._ranges_from_offset_log(batch_id)
+        if ranges is not None:
+            return ranges
+        from pyspark.sql import functions as F
+
+        rows = df.groupBy("topic", "partition").agg(F.min("offset").alias("lo"), F.max("offset").alias("hi")).collect()
+        return {(r["topic"], int(r["partition"])): (int(r["lo"]), int(r["hi"])) for r in rows}
+
+    def _ranges_from_offset_log(self, batch_id: int) -> dict[tuple[str, int], tuple[int, int]] | None:
+        end = self._offset_log_entry(batch_id)
+        before = self._offset_log_entry(batch_id - 1)  # for batch 0: where the query started
+        if end is None or before is None:
+            return None
+        ranges: dict[tuple[str, int], tuple[int, int]] = {}
+        for topic, parts in end.items():
+            for p, stop in parts.items():
+                begin = before.get(topic, {}).get(p)
+                if begin is None:
+                    return None  # a partition new in this batch: nor is its first offset
+                if int(stop) > int(begin):
+                    ranges[(topic, int(p))] = (int(begin), int(stop) - 1)
+        return ranges
+
+    def _offset_log_entry(self, batch_id: int) -> dict[str, dict[str, int]] | None:
+        text = self.read_offset_log(batch_id)
+        if not text:
+            return None
+        try:
+            import json
+
+            value = json.loads(text)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    def _dead_letter_invalid_json(self, base: Any) -> Any:
+        """With errors.tolerance=all, values that are not JSON go to the dead-letter topic instead of the files."""
+        from pyspark.sql import functions as F
+
+        if not self.tolerate:
+            return base
+        valid = F.get_json_object("_value", "$").isNotNull()
+        bad = base.where(~valid).select("topic", "partition", "offset", "key", "_value", "headers").collect()
+        if bad:
+            dlq = self.context.dead_letter_queue()
+            for row in bad:
+                log.warning("%s: skipping %s-%d@%d: the value is not JSON", self.name, row["topic"],
+                            row["partition"], row["offset"])
+                if dlq is not None:
+                    dlq.report(row["topic"], row["partition"], row["offset"], row["key"],
+                               (row["_value"] or "").encode("utf-8"),
+                               [(h["key"], h["value"]) for h in row["headers"] or ()],
+                               "The value is not JSON; format=" + self.format + " needs JSON values")
+            if dlq is not None:
+                dlq.flush(30.0)
+            self.count("records_dead_lettered", len(bad))
+        return base.where(valid)
+
+    def _partition_columns(self) -> list[str]:
+        if self.partitioner == "time":
+            return [name for name, _ in self.path_format]
+        if self.partitioner == "field":
+            return list(self.fields)
+        return []
+
+    def _partition_exprs(self, spark: Any) -> list[Any]:
+        from pyspark.sql import functions as F
+
+        if self.partitioner == "field":
+            return [F.get_json_object("_value", f"$.{f}").alias(f) for f in self.fields]
+        if self.partitioner != "time":
+            return []
+        if self.extractor == "wallclock":
+            ts = F.current_timestamp()
+        elif self.extractor == "recordfield":
+            raw = F.get_json_object("_value", f"$.{self.ts_field}")
+            ts = F.coalesce(F.timestamp_millis(raw.try_cast("long")), F.try_to_timestamp(raw))
+        else:
+            ts = F.col("timestamp")
+        session_tz = spark.conf.get("spark.sql.session.timeZone")
+        local = F.from_utc_timestamp(F.to_utc_timestamp(ts, session_tz), self.timezone)
+        return [F.date_format(local, pattern).alias(name) for name, pattern in self.path_format]
+
+    def _batch_schema(self, spark: Any, shaped: Any) -> Any:
+        from pyspark.sql.types import StructType
+
+        if self.value_schema:
+            return StructType.fromDDL(self.value_schema)
+        jvm = spark._jvm  # noqa: SLF001
+        strings = getattr(shaped.select("_value")._jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())  # noqa: SLF001
+        inferred = StructType.fromJson(__import__("json").loads(
+            spark._jsparkSession.read().json(strings).schema().json()))  # noqa: SLF001
+        inferred = StructType([f for f in inferred.fields if f.name != "_corrupt_record"])
+        self._schema = _merge(self._schema, inferred)
+        return self._schema
+
+    def _commit(self, tmp: str, batch_id: int) -> int:
+        """Rename each file Spark wrote for the batch to its final name; names already there were committed
+        by an earlier run of the same batch. Returns how many files this call committed."""
+        root = self._path(tmp)
+        if not self._fs.exists(root):
+            return 0
+        prefix = root.toUri().getPath().rstrip("/") + "/"
+        moves: dict[str, str] = {}
+        files = self._fs.listFiles(root, True)
+        while files.hasNext():
+            path = files.next().getPath()
+            name = path.getName()
+            if name.startswith(("_", ".")):
+                continue
+            rel = path.toUri().getPath()[len(prefix):]
+            target = self._final_path(rel)
+            if target in moves:
+                raise ConnectException(f"Spark wrote two files for {target} in batch {batch_id}; "
+                                       "is spark.sql.files.maxRecordsPerFile set?")
+            moves[target] = path.toString()
+        committed = 0
+        for target, source in sorted(moves.items()):
+            dst = self._path(target)
+            if self._fs.exists(dst):
+                self._fs.delete(self._path(source), False)
+                continue
+            self._fs.mkdirs(dst.getParent())
+            if not self._fs.rename(self._path(source), dst):
+                if self._fs.exists(dst):  # an earlier, interrupted run of this batch got there first
+                    self._fs.delete(self._path(source), False)
+                    continue
+                raise ConnectException(f"Could not rename {source} to {target} in HDFS at {self.url}")
+            committed += 1
+        self._fs.delete(root, True)
+        if committed:
+            log.info("%s: batch %d committed %d file(s) to %s%s", self.name, batch_id, committed, self.url,
+                     self.topics_dir)
+        return committed
+
+    def _final_path(self, rel: str) -> str:
+        """``topic=T/partition=P/<folders>/_start=S/_end=E/part-…`` -> ``<topics.dir>/T/<folders>/T+P+S+E.ext``."""
+        parts = rel.split("/")
+        dirs = parts[:-1]
+        topic = _unescape(dirs[0].split("=", 1)[1])
+        partition = int(dirs[1].split("=", 1)[1])
+        start = int(dirs[-2].split("=", 1)[1])
+        end = int(dirs[-1].split("=", 1)[1])
+        folders = dirs[2:-2] if self.partitioner != "default" else [dirs[1]]
+        name = f"{topic}+{partition}+{start:0{self.pad}d}+{end:0{self.pad}d}.{self.ext}"
+        return "/".join([f"{self.url}{self.topics_dir}", topic, *folders, name])
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), text)
+
+
+def _merge(known: Any, new: Any) -> Any:
+    """Union of two top-level schemas; a field whose type changed becomes the wider numeric type or a string."""
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+    if known is None:
+        return new
+    fields = {f.name: f for f in known.fields}
+    order = [f.name for f in known.fields]
+    for f in new.fields:
+        old = fields.get(f.name)
+        if old is None:
+            fields[f.name] = f
+            order.append(f.name)
+        elif old.dataType != f.dataType:
+            numeric = {LongType(), DoubleType()}
+            wider = DoubleType() if {old.dataType, f.dataType} <= numeric else StringType()
+            fields[f.name] = StructField(f.name, wider, True)
+    return StructType([fields[n] for n in order])
+
+
+def _complete_kafka_offsets(settings: Mapping[str, str], offsets: dict[str, dict[str, int]]) -> dict[str, Any]:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({k: v for k, v in settings.items()})
+    out: dict[str, Any] = {}
+    for topic, parts in offsets.items():
+        md = admin.list_topics(topic, timeout=10).topics.get(topic)
+        count = len(md.partitions) if md is not None else 0
+        out[topic] = {str(p): parts.get(str(p), -2) for p in range(count)} or parts
+    return out
+
+
+def _java_message(exc: BaseException) -> str:
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            return str(java.toString())
+        except Exception:  # noqa: BLE001
+            pass
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

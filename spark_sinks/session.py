@@ -1,0 +1,138 @@
+"""The Spark session the sinks of one process share, with the extra jars Spark needs and our data source.
+
+One process has one SparkContext: the first Spark sink to start creates the
+session from its connector config (``spark.master`` and every other
+``spark.*`` key); later ones reuse it and get a warning when they ask for a
+different master. Each connector's query runs in a session of its own
+(``connector_session``) on that context. Under ``spark-submit`` the session (master, jars) is the
+one spark-submit set up, unless the connector names ``spark.master`` itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["connector_session", "extra_jars", "spark_session"]
+
+log = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_registered: set[int] = set()
+
+# What the sinks need unless the connector says otherwise.
+DEFAULTS: dict[str, str] = {
+    "spark.app.name": "headrace-spark-sinks",
+    # the driver listens on loopback, not on whatever address the host name resolves to
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    # time partitions and index dates are computed in the connector's timezone, from UTC instants
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.log.level": "WARN",
+    "spark.driver.memory": "1g",
+    "spark.sql.streaming.stopTimeout": "60s",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+
+def _jars_dir() -> Path | None:
+    env = os.environ.get("HEADRACE_SPARK_JARS")
+    if env:
+        return Path(env).expanduser()
+    cache = os.environ.get("HEADRACE_SERVICES_CACHE")
+    root = Path(cache).expanduser() if cache else Path(__file__).resolve().parent.parent / ".cache" / "services"
+    folder = root / "spark-kafka-lib"
+    return folder if folder.is_dir() else None
+
+
+_VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
+
+
+def extra_jars() -> list[str]:
+    """Jars of Spark's Kafka connector and Avro module (``python -m services fetch spark-kafka``), minus the ones
+    PySpark already ships (same artifact, any version), so nothing is on the class path twice."""
+    folder = _jars_dir()
+    if folder is None:
+        return []
+    import pyspark
+
+    shipped_dir = Path(pyspark.__file__).resolve().parent / "jars"
+    shipped = {m.group("artifact") for j in shipped_dir.glob("*.jar") if (m := _VERSIONED.match(j.name))}
+    out = []
+    for jar in sorted(folder.glob("*.jar")):
+        m = _VERSIONED.match(jar.name)
+        if m is None or m.group("artifact") not in shipped:
+            out.append(str(jar))
+    return out
+
+
+def _under_spark_submit() -> bool:
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def spark_session(config: Mapping[str, Any]) -> Any:
+    """The process's SparkSession, created from ``config`` if there is none yet."""
+    from pyspark.sql import SparkSession
+
+    from spark_sinks.logsource import HeadraceLogDataSource
+
+    with _lock:
+        master = str(config.get("spark.master") or "").strip()
+        existing = SparkSession.getActiveSession()
+        if existing is None:
+            from pyspark import SparkContext
+
+            if SparkContext._active_spark_context is not None:  # noqa: SLF001 - created elsewhere in-process
+                existing = SparkSession.builder.getOrCreate()
+        if existing is not None:
+            running = existing.sparkContext.master
+            if master and master != running and not _under_spark_submit():
+                log.warning("spark.master=%s ignored: this process already runs a Spark session on %s", master,
+                            running)
+            spark = existing
+        else:
+            builder = SparkSession.builder
+            settings = dict(DEFAULTS)
+            settings["spark.pyspark.python"] = os.environ.get("PYSPARK_PYTHON") or sys.executable
+            settings["spark.pyspark.driver.python"] = sys.executable
+            for key, value in config.items():
+                if key.startswith("spark.") and key != "spark.master" and value not in (None, ""):
+                    settings[key] = str(value)
+            if not _under_spark_submit():
+                builder = builder.master(master or "local[*]")
+                jars = extra_jars()
+                if jars:
+                    given = settings.get("spark.jars", "")
+                    settings["spark.jars"] = ",".join([j for j in (given,) if j] + jars)
+            elif master:
+                builder = builder.master(master)
+            for key, value in settings.items():
+                builder = builder.config(key, value)
+            if settings.get("spark.driver.bindAddress") == "127.0.0.1":
+                os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            log.info("Starting a Spark session (master %s)",
+                     master or ("given by spark-submit" if _under_spark_submit() else "local[*]"))
+            spark = builder.getOrCreate()
+        if id(spark) not in _registered:
+            spark.dataSource.register(HeadraceLogDataSource)
+            _registered.add(id(spark))
+        return spark
+
+
+def connector_session(config: Mapping[str, Any]) -> Any:
+    """A session of a connector's own on the process's SparkContext: its SQL settings and state are not shared
+    with the other connectors' queries running beside it."""
+    from spark_sinks.logsource import HeadraceLogDataSource
+
+    session = spark_session(config).newSession()
+    session.dataSource.register(HeadraceLogDataSource)
+    return session

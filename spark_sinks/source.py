@@ -1,0 +1,53 @@
+"""A sink's topics as a streaming DataFrame, from Kafka or from the embedded log, with the same columns.
+
+Columns: ``key``, ``value`` (binary), ``topic``, ``partition``, ``offset``,
+``timestamp`` (a timestamp), ``timestamp_ms`` (epoch ms), ``headers``
+(``array<struct<key: string, value: binary>>``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from spark_sinks.config import topics_of
+
+__all__ = ["read_stream"]
+
+COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestamp_ms", "headers")
+
+
+def read_stream(spark: Any, config: Mapping[str, Any], log_settings: Mapping[str, str],
+                starting_offsets: str, max_offsets_per_trigger: int, known_start: str = "") -> Any:
+    """``known_start``: where the query resumes, if the caller knows ("initial" for a new query, else the
+    offsets JSON of the checkpoint's last batch); the embedded source caps its first batch with it."""
+    from pyspark.sql import functions as F
+
+    topics, regex = topics_of(config)
+    servers = log_settings.get("bootstrap.servers")
+    if servers:
+        reader = (spark.readStream.format("kafka")
+                  .option("kafka.bootstrap.servers", servers)
+                  .option("startingOffsets", starting_offsets)
+                  .option("failOnDataLoss", "false")
+                  .option("includeHeaders", "true"))
+        for key, value in log_settings.items():
+            if key != "bootstrap.servers":
+                reader = reader.option(f"kafka.{key}", value)
+        reader = reader.option("subscribePattern", regex) if regex else reader.option("subscribe", ",".join(topics))
+        if max_offsets_per_trigger > 0:
+            reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
+        df = reader.load().withColumn("timestamp_ms", F.unix_millis("timestamp"))
+    else:
+        from spark_sinks.logsource import NAME
+
+        reader = (spark.readStream.format(NAME)
+                  .option("log.dir", log_settings["embedded.log.dir"])
+                  .option("startingOffsets", starting_offsets))
+        reader = reader.option("subscribePattern", regex) if regex else reader.option("subscribe", ",".join(topics))
+        if max_offsets_per_trigger > 0:
+            reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
+        if known_start:
+            reader = reader.option("knownStart", known_start)
+        df = reader.load().withColumn("timestamp", F.timestamp_millis("timestamp_ms"))
+    return df.select(*COLUMNS)

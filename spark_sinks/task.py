@@ -1,0 +1,352 @@
+"""SparkSinkTask: one Structured Streaming query per connector, run, paused and reported like a Connect task.
+
+``run`` starts the query (``foreachBatch`` into the sink's ``write_batch``)
+and watches it: a query that fails raises, with Spark's error, so the task
+goes FAILED with it as its trace. ``pause`` stops the query (its checkpoint
+keeps its place) and ``resume`` starts it again from there. Progress comes
+from the query's progress reports: records/s, the last batch, records moved
+since the task started, and the lag behind the log's end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from connect.api import AbstractConfig, ConfigDef, ConnectException, StreamingSinkTask
+from spark_sinks.config import (
+    CHECKPOINT_LOCATION,
+    MAX_OFFSETS_PER_TRIGGER,
+    STARTING_OFFSETS,
+    TRIGGER_INTERVAL_MS,
+    topics_of,
+)
+
+__all__ = ["SparkSinkTask", "VERSION"]
+
+log = logging.getLogger(__name__)
+
+VERSION = "0.1.0"
+_POLL_SECONDS = 0.5
+# kept in the checkpoint folder by the task: the offsets a query on the embedded log started from
+INITIAL_OFFSETS_FILE = "headrace-starting-offsets.json"
+
+
+class SparkSinkTask(StreamingSinkTask):
+    """Base of the Spark sink tasks; a subclass says how to write one micro-batch."""
+
+    #: shown in logs and errors: "HDFS", "Elasticsearch/OpenSearch"
+    target = "the sink"
+
+    def version(self) -> str:
+        return VERSION
+
+    # --- to implement ---------------------------------------------------------------------------------
+    def config_def(self) -> ConfigDef:
+        raise NotImplementedError
+
+    def default_checkpoint(self) -> str:
+        raise NotImplementedError
+
+    def prepare(self, spark: Any) -> None:  # noqa: B027 - optional hook
+        """Called once the Spark session is up, before the first query starts (connect, check, recover)."""
+
+    def write_batch(self, df: Any, batch_id: int) -> None:
+        raise NotImplementedError
+
+    def recovered_starting_offsets(self, spark: Any) -> str | None:
+        """Offsets for a query without a checkpoint, when the sink can tell what it already holds."""
+        return None
+
+    # --- StreamingSinkTask ------------------------------------------------------------------------------
+    def start(self, props: Mapping[str, str]) -> None:
+        self.props = dict(props)
+        self.config = AbstractConfig(self.config_def(), props)
+        self.name = str(props.get("name") or "spark-sink")
+        self.query_name = f"headrace-{self.name}"
+        self._stopping = threading.Event()
+        self._paused = threading.Event()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._query: Any = None
+        self._spark: Any = None
+        self._counters: dict[str, int] = {}
+        self._records_total = 0
+        self._last_batch: int | None = None
+        self._last_progress: dict[str, Any] | None = None
+        self._started = time.time()
+        self._progress: dict[str, Any] = {"query": "STARTING"}
+        self.checkpoint = str(self.config.get(CHECKPOINT_LOCATION) or "").strip() or self.default_checkpoint()
+
+    def run(self) -> None:
+        from spark_sinks.session import connector_session
+
+        spark = connector_session(self.props)
+        self._spark = spark
+        if self._stopping.is_set():
+            return
+        self.prepare(spark)
+        try:
+            while not self._stopping.is_set():
+                if self._paused.is_set():
+                    if self._query is not None:
+                        self._stop_query()
+                        self._set_progress_state("PAUSED")
+                    self._wake.wait(_POLL_SECONDS)
+                    self._wake.clear()
+                    continue
+                if self._query is None:
+                    self._query = self._start_query(spark)
+                self._watch(self._query)
+        except Exception as exc:
+            if not self._stopping.is_set():
+                raise
+            # asked to stop, and Spark went away meanwhile (its JVM got the same signal, say)
+            log.warning("%s: the Spark query ended while stopping: %s", self.name, exc)
+        finally:
+            self._stop_query()
+            self._set_progress_state("STOPPED")
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+
+    def pause(self) -> None:
+        self._paused.set()
+        self._wake.set()
+
+    def resume(self) -> None:
+        self._paused.clear()
+        self._wake.set()
+
+    def progress(self) -> Mapping[str, Any]:
+        with self._lock:
+            return dict(self._progress)
+
+    # --- the query ----------------------------------------------------------------------------------------
+    def _start_query(self, spark: Any) -> Any:
+        from spark_sinks.source import read_stream
+
+        for q in spark.streams.active:  # a query of an earlier instance of this task that did not stop in time
+            if q.name == self.query_name:
+                log.warning("%s: stopping a leftover Spark query %s", self.name, q.id)
+                q.stop()
+        starting = str(self.config.get(STARTING_OFFSETS) or "earliest")
+        settings = self.context.log_settings()
+        known_start = "initial"
+        if not self._checkpoint_exists(spark):
+            recovered = self.recovered_starting_offsets(spark)
+            if recovered:
+                log.info("%s: no checkpoint at %s; starting from the offsets %s already holds: %s", self.name,
+                         self.checkpoint, self.target, recovered)
+                starting = recovered
+            if "embedded.log.dir" in settings:
+                # Pin what "earliest"/"latest" means now, and keep it with the checkpoint: a replay of the first
+                # batch starts from the same offsets, and the sink can tell that batch's range without a scan.
+                from spark_sinks.logsource import initial_offsets
+
+                topics, regex = topics_of(self.props)
+                starting = json.dumps(initial_offsets(settings["embedded.log.dir"], starting, topics, regex),
+                                      sort_keys=True)
+                self._write_checkpoint_file(INITIAL_OFFSETS_FILE, starting)
+        else:
+            known_start = self._checkpoint_last_offsets(spark) or ""
+            if "embedded.log.dir" in settings:
+                starting = self._read_checkpoint_file(INITIAL_OFFSETS_FILE) or starting
+        df = read_stream(spark, self.props, self.context.log_settings(), starting,
+                         int(self.config.get(MAX_OFFSETS_PER_TRIGGER) or 0), known_start)
+        writer = (df.writeStream.queryName(self.query_name)
+                  .option("checkpointLocation", self.checkpoint)
+                  .foreachBatch(self._on_batch))
+        interval = int(self.config.get(TRIGGER_INTERVAL_MS) or 0)
+        if interval > 0:
+            writer = writer.trigger(processingTime=f"{interval} milliseconds")
+        query = writer.start()
+        topics, regex = topics_of(self.props)
+        log.info("%s: Spark query %s started (id %s) reading %s into %s, checkpoint %s", self.name,
+                 self.query_name, query.id, f"pattern {regex}" if regex else ",".join(topics), self.target,
+                 self.checkpoint)
+        self._set_progress_state("RUNNING")
+        return query
+
+    def _watch(self, query: Any) -> None:
+        from pyspark.errors import StreamingQueryException
+
+        try:
+            finished = query.awaitTermination(_POLL_SECONDS)
+        except StreamingQueryException as exc:
+            self._query = None
+            self._set_progress_state("FAILED")
+            raise ConnectException(f"The Spark query of connector {self.name} failed: {_spark_message(exc)}") \
+                from exc
+        self._update_progress(query)
+        if finished:
+            self._query = None
+            if not (self._stopping.is_set() or self._paused.is_set()):
+                raise ConnectException(f"The Spark query of connector {self.name} stopped unexpectedly")
+
+    def _stop_query(self) -> None:
+        query, self._query = self._query, None
+        if query is None:
+            return
+        try:
+            query.stop()
+            log.info("%s: Spark query %s stopped", self.name, self.query_name)
+        except Exception:  # noqa: BLE001 - the query may already be gone with its session
+            log.warning("%s: stopping the Spark query failed", self.name, exc_info=True)
+        with contextlib.suppress(Exception):
+            self._update_progress(query)
+
+    def _checkpoint_exists(self, spark: Any) -> bool:
+        try:
+            jvm = spark._jvm  # noqa: SLF001
+            path = jvm.org.apache.hadoop.fs.Path(self.checkpoint.rstrip("/") + "/offsets")
+            fs = path.getFileSystem(spark._jsc.hadoopConfiguration())  # noqa: SLF001
+            return bool(fs.exists(path))
+        except Exception:  # noqa: BLE001 - unknown: let Spark decide from the checkpoint itself
+            return True
+
+    def _checkpoint_last_offsets(self, spark: Any) -> str | None:
+        """The source offsets (JSON) of the last batch in the checkpoint's offset log, where the query resumes."""
+        try:
+            jvm = spark._jvm  # noqa: SLF001
+            folder = jvm.org.apache.hadoop.fs.Path(self.checkpoint.rstrip("/") + "/offsets")
+            fs = folder.getFileSystem(spark._jsc.hadoopConfiguration())  # noqa: SLF001
+            batches = [int(st.getPath().getName()) for st in fs.listStatus(folder)
+                       if st.getPath().getName().isdigit()]
+        except Exception:  # noqa: BLE001 - only an optimisation: without it the first batch is not capped
+            log.debug("%s: could not list the checkpoint's offset log", self.name, exc_info=True)
+            return None
+        return self.read_offset_log(max(batches), spark) if batches else None
+
+    def read_offset_log(self, batch_id: int, spark: Any = None) -> str | None:
+        """The source offsets (JSON text) that batch ``batch_id`` ends at, from the query's offset log; for
+        batch -1, where the query started (kept by the Kafka source, or by this task for the embedded log)."""
+        if batch_id < 0:
+            if "embedded.log.dir" in self.context.log_settings():
+                return self._read_checkpoint_file(INITIAL_OFFSETS_FILE, spark)
+            text = self._read_checkpoint_file("sources/0/0", spark)  # Spark's Kafka source: "v1" then the JSON
+        else:
+            # "v1", the batch metadata, then one line of offsets per source
+            text = self._read_checkpoint_file(f"offsets/{batch_id}", spark)
+        last = text.splitlines()[-1] if text else ""
+        return last if last.startswith("{") else None
+
+    def _checkpoint_path(self, spark: Any, relative: str) -> tuple[Any, Any]:
+        jvm = spark._jvm  # noqa: SLF001
+        path = jvm.org.apache.hadoop.fs.Path(f"{self.checkpoint.rstrip('/')}/{relative}")
+        return path, path.getFileSystem(spark._jsc.hadoopConfiguration())  # noqa: SLF001
+
+    def _read_checkpoint_file(self, relative: str, spark: Any = None) -> str | None:
+        spark = spark or self._spark
+        try:
+            path, fs = self._checkpoint_path(spark, relative)
+            if not fs.exists(path):
+                return None
+            stream = fs.open(path)
+            try:
+                data = bytes(spark._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))  # noqa: SLF001
+            finally:
+                stream.close()
+            return data.decode("utf-8", "replace")
+        except Exception:  # noqa: BLE001 - the caller falls back to what it can do without
+            log.debug("%s: could not read %s of the checkpoint", self.name, relative, exc_info=True)
+            return None
+
+    def _write_checkpoint_file(self, relative: str, text: str) -> None:
+        try:
+            path, fs = self._checkpoint_path(self._spark, relative)
+            out = fs.create(path, True)
+            try:
+                out.write(bytearray(text.encode("utf-8")))
+            finally:
+                out.close()
+        except Exception:  # noqa: BLE001 - an optimisation only; a replay then finds the range by scanning
+            log.warning("%s: could not keep the starting offsets with the checkpoint", self.name, exc_info=True)
+
+    def _on_batch(self, df: Any, batch_id: int) -> None:
+        started = time.monotonic()
+        self.write_batch(df, batch_id)
+        log.debug("%s: batch %d written in %.0f ms", self.name, batch_id, (time.monotonic() - started) * 1000)
+
+    # --- progress ---------------------------------------------------------------------------------------------
+    def count(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self._counters[name] = self._counters.get(name, 0) + n
+
+    def _set_progress_state(self, state: str) -> None:
+        with self._lock:
+            self._progress["query"] = state
+
+    def _update_progress(self, query: Any) -> None:
+        reports = [_as_dict(p) for p in (query.recentProgress or [])]
+        for p in reports:
+            batch, rows = p.get("batchId"), int(p.get("numInputRows") or 0)
+            if rows and batch is not None and (self._last_batch is None or batch > self._last_batch):
+                self._last_batch = batch
+                self._records_total += rows
+                self._last_progress = p
+        last = self._last_progress
+        out: dict[str, Any] = {"query": "PAUSED" if self._paused.is_set() else "RUNNING",
+                               "records_total": self._records_total}
+        if last is not None:
+            out.update({
+                "records_per_sec": round(float(last.get("processedRowsPerSecond") or 0.0), 1),
+                "input_records_per_sec": round(float(last.get("inputRowsPerSecond") or 0.0), 1),
+                "last_batch_id": last.get("batchId"),
+                "last_batch_records": int(last.get("numInputRows") or 0),
+                "last_batch_ms": int((last.get("durationMs") or {}).get("triggerExecution") or 0),
+                "last_batch_time": last.get("timestamp"),
+            })
+            lag = self._lag(last)
+            if lag is not None:
+                out["lag"] = lag
+        with self._lock:
+            out.update(self._counters)
+            self._progress = out
+
+    def _lag(self, last: Mapping[str, Any]) -> int | None:
+        sources = last.get("sources") or []
+        if not sources:
+            return None
+        end = _offsets(sources[0].get("endOffset"))
+        latest = _offsets(sources[0].get("latestOffset"))
+        settings = self.context.log_settings()
+        if "embedded.log.dir" in settings:
+            from spark_sinks.logsource import end_offsets
+
+            topics, regex = topics_of(self.props)
+            with contextlib.suppress(Exception):
+                latest = end_offsets(settings["embedded.log.dir"], topics, regex)
+        if not latest or end is None:
+            return None
+        return sum(max(0, int(o) - int(end.get(t, {}).get(p, 0))) for t, parts in latest.items()
+                   for p, o in parts.items())
+
+
+def _as_dict(progress: Any) -> dict[str, Any]:
+    text = getattr(progress, "json", None)
+    if isinstance(text, str):
+        return json.loads(text)
+    return dict(progress)
+
+
+def _offsets(value: Any) -> dict[str, dict[str, int]] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def _spark_message(exc: BaseException) -> str:
+    desc = getattr(exc, "desc", None) or getattr(exc, "getMessage", lambda: None)() or str(exc)
+    return str(desc).strip()

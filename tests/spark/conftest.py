@@ -1,0 +1,24 @@
+"""Fixtures of the Spark sink tests (helpers are in support.py)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The pytest process's own Spark session (local[1]), for in-process tasks and reading back."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from spark_sinks.session import spark_session
+
+    session = spark_session({"spark.master": "local[1]", "spark.driver.memory": "768m",
+                             "spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()

@@ -1,0 +1,123 @@
+"""HdfsSparkSink against a real HDFS (MiniDFSCluster) with local Spark."""
+
+from __future__ import annotations
+
+import collections
+import re
+import shutil
+import uuid
+
+import pytest
+
+from spark_sinks.hdfs import HdfsSparkSinkTask
+from tests.spark.support import (
+    InProcessTask,
+    Worker,
+    connector_file,
+    hdfs_files,
+    hdfs_records,
+    produce_json,
+    spark_props,
+    wait_until,
+)
+
+pytestmark = pytest.mark.timeout(420)
+
+
+def test_100k_json_records_land_in_hdfs_partitioned_by_hour(tmp_path, hdfs, spark):
+    topic, root = "orders", f"/t-{uuid.uuid4().hex[:8]}"
+    produce_json(tmp_path / "data", topic, 100_000, partitions=2, hours=5)
+    conn = connector_file(tmp_path, "hdfs-orders", connector__class="HdfsSparkSink", topics=topic,
+                          hdfs__url=hdfs.url, topics__dir=f"{root}/topics", logs__dir=f"{root}/logs",
+                          format="parquet", path__format="dt=YYYY-MM-dd/hour=HH", timezone="UTC",
+                          **spark_props())
+    worker = Worker(tmp_path, conn).start()
+    try:
+        metrics = worker.wait_landed("hdfs-orders", 100_000)
+        assert metrics["files_committed"] >= 10 and "records_per_sec" in metrics and "last_batch_id" in metrics
+        line = "Progress of connector hdfs-orders task 0: query=RUNNING, records_total="
+        wait_until(lambda: line in worker.log(), 30, what="a progress line in the worker log")
+    finally:
+        worker.stop()
+
+    client = hdfs.client()
+    files = hdfs_files(client, f"{root}/topics/{topic}")
+    hours = {re.search(r"/dt=[\d-]+/hour=\d\d/", f).group(0) for f in files}
+    assert len(hours) in (5, 6), hours  # 5 hours of record time, not aligned to the hour
+    for f in files:
+        assert re.fullmatch(rf".*/{topic}\+[01]\+\d{{10}}\+\d{{10}}\.parquet", f), f
+    # read back through WebHDFS, file by file, as `hdfs dfs -cat` would
+    ids = collections.Counter(r["id"] for r in hdfs_records(client, f"{root}/topics/{topic}"))
+    assert len(ids) == 100_000 and set(ids.values()) == {1}
+    assert min(ids) == 0 and max(ids) == 99_999
+    # and with Spark, which also reads the folders back as columns
+    df = spark.read.parquet(f"{hdfs.url}{root}/topics/{topic}")
+    assert df.count() == 100_000 and df.select("id").distinct().count() == 100_000
+    assert {"dt", "hour", "id", "n", "name"} <= set(df.columns)
+    assert df.select("dt", "hour").distinct().count() == len(hours)
+
+
+def test_hdfs_down_at_start_fails_naming_the_url_then_restarts(tmp_path, hdfs):
+    produce_json(tmp_path / "data", "late", 1000, partitions=1)
+    worker = Worker(tmp_path).start()
+    hdfs.stop()
+    try:
+        with worker.http() as c:
+            r = c.post("/connectors", json={"name": "hdfs-late", "config": {
+                "connector.class": "HdfsSparkSink", "topics": "late", "hdfs.url": hdfs.url, "format": "json",
+                "topics.dir": "/late/topics", "logs.dir": "/late/logs", **{k: str(v) for k, v in spark_props().items()}}})
+            assert r.status_code == 201, r.text
+            status = wait_until(lambda: (s := worker.status("hdfs-late"))["connector"]["state"] == "FAILED" and s,
+                                30, what="connector FAILED")
+            assert f"HDFS at {hdfs.url} is not reachable" in status["connector"]["trace"]
+            assert status["tasks"] == []
+            hdfs.start()
+            r = c.post("/connectors/hdfs-late/restart?includeTasks=true&onlyFailed=true")
+            assert r.status_code == 202, r.text
+            worker.wait_landed("hdfs-late", 1000, timeout=180)
+            status = worker.status("hdfs-late")
+            assert status["connector"]["state"] == "RUNNING" and status["tasks"][0]["state"] == "RUNNING"
+    finally:
+        hdfs.start()
+        worker.stop()
+    assert len(hdfs_records(hdfs.client(), "/late/topics/late")) == 1000
+
+
+def test_formats_field_partitions_and_lost_checkpoint(tmp_path, hdfs, spark):
+    """Avro, JSON and text files; the field partitioner; a query whose checkpoint is lost resumes after the
+    offsets in the committed file names instead of writing everything again."""
+    log_dir, topic = tmp_path / "data", "shapes"
+    produce_json(log_dir, topic, 3000, partitions=2,
+                 doc=lambda i: {"id": i, "color": ["red", "green", "blue"][i % 3], "size": i % 7})
+    root = f"/fmt-{uuid.uuid4().hex[:8]}"
+    common = {"name": "fmt", "topics": topic, "hdfs.url": hdfs.url, "spark.master": "local[1]",
+              "trigger.interval.ms": "200"}
+
+    avro = {**common, "format": "avro", "partitioner.class": "field", "partition.field.name": "color",
+            "topics.dir": f"{root}/avro", "logs.dir": f"{root}/avro-logs"}
+    with InProcessTask(HdfsSparkSinkTask, avro, log_dir, tmp_path / "s1") as t:
+        t.wait_records(3000)
+    colors = {f.split("/")[-2] for f in hdfs_files(hdfs.client(), f"{root}/avro/{topic}")}
+    assert colors == {"color=red", "color=green", "color=blue"}
+    df = spark.read.format("avro").load(f"{hdfs.url}{root}/avro/{topic}")
+    assert df.count() == 3000 and df.where("color = 'red'").count() == 1000
+
+    text = {**common, "format": "text", "topics.dir": f"{root}/text", "logs.dir": f"{root}/text-logs",
+            "flush.size": "1000"}
+    with InProcessTask(HdfsSparkSinkTask, text, log_dir, tmp_path / "s2") as t:
+        t.wait_records(3000)
+    names = hdfs_files(hdfs.client(), f"{root}/text/{topic}")
+    assert names and all(n.endswith(".txt") and "/partition=" in n for n in names)
+    assert spark.read.text(f"{hdfs.url}{root}/text/{topic}").count() == 3000
+
+    json_cfg = {**common, "format": "json", "topics.dir": f"{root}/json", "logs.dir": f"{root}/json-logs"}
+    with InProcessTask(HdfsSparkSinkTask, json_cfg, log_dir, tmp_path / "s3") as t:
+        t.wait_records(3000)
+    produce_json(log_dir, topic, 1000, partitions=2, start=3000)
+    # the checkpoint is gone (say, its folder was removed by hand): the query starts after what HDFS holds
+    hdfs.client().delete(f"{root}/json-logs", recursive=True)
+    with InProcessTask(HdfsSparkSinkTask, json_cfg, log_dir, tmp_path / "s3") as t:
+        t.wait_records(1000)
+    ids = collections.Counter(r["id"] for r in hdfs_records(hdfs.client(), f"{root}/json/{topic}"))
+    assert len(ids) == 4000 and set(ids.values()) == {1}
+    shutil.rmtree(tmp_path / "s3", ignore_errors=True)

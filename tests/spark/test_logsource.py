@@ -1,0 +1,120 @@
+"""The ``headrace-log`` streaming data source: Spark reads the embedded log with no Kafka at all."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from spark_sinks.logsource import end_offsets
+from spark_sinks.source import read_stream
+from tests.spark.support import BASE_TS, produce_json, wait_until
+
+pytestmark = pytest.mark.timeout(300)
+
+
+class Collector:
+    """A streaming query whose batches are kept in memory: (batch id, rows)."""
+
+    def __init__(self, spark: Any, log_dir: str, checkpoint: str, max_per_trigger: int = 0,
+                 starting: str = "earliest", known_start: str = "", topic: str = "t") -> None:
+        self.batches: list[tuple[int, list[Any]]] = []
+        self._lock = threading.Lock()
+        df = read_stream(spark, {"topics": topic}, {"embedded.log.dir": log_dir}, starting, max_per_trigger,
+                         known_start)
+        self.query = (df.writeStream.foreachBatch(self._batch).option("checkpointLocation", checkpoint)
+                      .trigger(processingTime="200 milliseconds").start())
+
+    def _batch(self, df: Any, batch_id: int) -> None:
+        rows = df.collect()
+        with self._lock:
+            self.batches.append((batch_id, rows))
+
+    def rows(self) -> list[Any]:
+        with self._lock:
+            return [r for _, rows in self.batches for r in rows]
+
+    def wait(self, count: int) -> list[Any]:
+        return wait_until(lambda: len(self.rows()) >= count and self.rows(), 120, interval=0.2,
+                          what=f"{count} rows")
+
+    def stop(self) -> None:
+        self.query.stop()
+
+
+def test_reads_every_record_once_with_kafka_columns_and_caps_batches(tmp_path, spark):
+    log_dir = str(tmp_path / "data")
+    produce_json(log_dir, "t", 4000, partitions=2, keyed=True, hours=2)
+    checkpoint = str(tmp_path / "cp")
+    c = Collector(spark, log_dir, checkpoint, max_per_trigger=1000, known_start="initial")
+    try:
+        rows = c.wait(4000)
+        time.sleep(1)
+        assert len(c.rows()) == 4000
+        assert max(len(b) for _, b in c.batches) <= 1000 and len(c.batches) >= 4
+    finally:
+        c.stop()
+    ids = sorted(json.loads(r["value"])["id"] for r in rows)
+    assert ids == list(range(4000))
+    first = min(rows, key=lambda r: (r["partition"], r["offset"]))
+    assert first["topic"] == "t" and first["partition"] == 0 and first["offset"] == 0
+    assert first["key"] == b"k0" and first["timestamp_ms"] == BASE_TS
+    assert first["timestamp"].timestamp() * 1000 == pytest.approx(BASE_TS)
+    assert {r["partition"] for r in rows} == {0, 1}
+
+    # more records, and the query resumes from its checkpoint: each record once, the first batch capped too
+    produce_json(log_dir, "t", 3000, partitions=2, start=4000)
+    from spark_sinks.task import SparkSinkTask
+
+    class _Probe(SparkSinkTask):
+        def __init__(self) -> None:
+            self.checkpoint, self.name = checkpoint, "probe"
+
+    known = _Probe()._checkpoint_last_offsets(spark)
+    assert json.loads(known) == {"t": {"0": 2000, "1": 2000}}
+    c = Collector(spark, log_dir, checkpoint, max_per_trigger=1000, known_start=known)
+    try:
+        c.wait(3000)
+        time.sleep(1)
+        assert len(c.rows()) == 3000 and max(len(b) for _, b in c.batches) <= 1000
+        assert sorted(json.loads(r["value"])["id"] for r in c.rows()) == list(range(4000, 7000))
+    finally:
+        c.stop()
+    assert end_offsets(log_dir, ["t"]) == {"t": {"0": 3500, "1": 3500}}
+
+
+def test_headers_nulls_starting_offsets_and_new_partitions(tmp_path, spark):
+    from connect.log.api import NewTopic
+    from connect.log.embedded.backend import EmbeddedBackend
+
+    log_dir = str(tmp_path / "data")
+    backend = EmbeddedBackend(log_dir)
+    backend.admin().create_topic(NewTopic("h", 1, 1))
+    producer = backend.producer()
+    producer.send_batch("h", 0, [b'{"a":1}', None, b'{"a":3}'], keys=[None, b"k", None],
+                        headers=[(("trace", b"x"), ("empty", None)), (), ()])
+    producer.flush(10)
+    c = Collector(spark, log_dir, str(tmp_path / "cp"), starting='{"h": {"0": 1}}', topic="h")
+    try:
+        rows = sorted(c.wait(2), key=lambda r: r["offset"])
+    finally:
+        c.stop()
+    assert [r["offset"] for r in rows] == [1, 2]
+    assert rows[0]["value"] is None and rows[0]["key"] == b"k" and rows[1]["value"] == b'{"a":3}'
+    assert end_offsets(log_dir, ["h"]) == {"h": {"0": 3}}
+
+    c = Collector(spark, log_dir, str(tmp_path / "cp2"), topic="h")
+    try:
+        rows = sorted(c.wait(3), key=lambda r: r["offset"])
+        assert [(h["key"], h["value"]) for h in rows[0]["headers"]] == [("trace", b"x"), ("empty", None)]
+        # a record that arrives while the query runs
+        producer.send("h", b'{"a":4}')
+        producer.flush(10)
+        c.wait(4)
+    finally:
+        c.stop()
+        producer.close()
+        backend.close()
