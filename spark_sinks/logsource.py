@@ -141,6 +141,11 @@ class HeadraceLogDataSource(DataSource):
         return HeadraceLogStreamReader(dict(self.options))
 
 
+def source_class(name: str) -> type[HeadraceLogDataSource]:
+    """HeadraceLogDataSource under another name (see ``spark_sinks.session.log_source_for``)."""
+    return type("HeadraceLogDataSource", (HeadraceLogDataSource,), {"name": classmethod(lambda cls: name)})
+
+
 class HeadraceLogStreamReader(DataSourceStreamReader):
     def __init__(self, options: Mapping[str, str]) -> None:
         options = {str(k).lower(): v for k, v in options.items()}  # Spark hands the options over lower-cased

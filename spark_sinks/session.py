@@ -3,8 +3,7 @@
 One process has one SparkContext: the first Spark sink to start creates the
 session from its connector config (``spark.master`` and every other
 ``spark.*`` key); later ones reuse it and get a warning when they ask for a
-different master. Each connector's query runs in a session of its own
-(``connector_session``) on that context. Under ``spark-submit`` the session (master, jars) is the
+different master. Under ``spark-submit`` the session (master, jars) is the
 one spark-submit set up, unless the connector names ``spark.master`` itself.
 """
 
@@ -19,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["connector_session", "extra_jars", "spark_session"]
+__all__ = ["extra_jars", "log_source_for", "spark_session"]
 
 log = logging.getLogger(__name__)
 
@@ -128,11 +127,20 @@ def spark_session(config: Mapping[str, Any]) -> Any:
         return spark
 
 
-def connector_session(config: Mapping[str, Any]) -> Any:
-    """A session of a connector's own on the process's SparkContext: its SQL settings and state are not shared
-    with the other connectors' queries running beside it."""
-    from spark_sinks.logsource import HeadraceLogDataSource
+def log_source_for(spark: Any, connector: str) -> str:
+    """The name of an embedded-log data source of ``connector``'s own, registered on first use.
 
-    session = spark_session(config).newSession()
-    session.dataSource.register(HeadraceLogDataSource)
-    return session
+    Spark plans a Python data source on the driver with the registered
+    function object, and serialises that object into every task; two queries
+    sharing one registration can catch it being changed mid-serialisation
+    (the task then dies of java.io.OptionalDataException). One registration
+    per connector keeps concurrent queries apart.
+    """
+    from spark_sinks.logsource import NAME, source_class
+
+    name = f"{NAME}-{re.sub(r'[^A-Za-z0-9_-]', '_', connector)}"
+    with _lock:
+        manager = spark._jsparkSession.sessionState().dataSourceManager()  # noqa: SLF001
+        if not manager.dataSourceExists(name):
+            spark.dataSource.register(source_class(name))
+    return name

@@ -18,9 +18,11 @@ COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timesta
 
 
 def read_stream(spark: Any, config: Mapping[str, Any], log_settings: Mapping[str, str],
-                starting_offsets: str, max_offsets_per_trigger: int, known_start: str = "") -> Any:
+                starting_offsets: str, max_offsets_per_trigger: int, known_start: str = "",
+                connector: str = "") -> Any:
     """``known_start``: where the query resumes, if the caller knows ("initial" for a new query, else the
-    offsets JSON of the checkpoint's last batch); the embedded source caps its first batch with it."""
+    offsets JSON of the checkpoint's last batch); the embedded source caps its first batch with it.
+    ``connector``: whose query this is (each gets a registration of the embedded source of its own)."""
     from pyspark.sql import functions as F
 
     topics, regex = topics_of(config)
@@ -40,8 +42,9 @@ def read_stream(spark: Any, config: Mapping[str, Any], log_settings: Mapping[str
         df = reader.load().withColumn("timestamp_ms", F.unix_millis("timestamp"))
     else:
         from spark_sinks.logsource import NAME
+        from spark_sinks.session import log_source_for
 
-        reader = (spark.readStream.format(NAME)
+        reader = (spark.readStream.format(log_source_for(spark, connector) if connector else NAME)
                   .option("log.dir", log_settings["embedded.log.dir"])
                   .option("startingOffsets", starting_offsets))
         reader = reader.option("subscribePattern", regex) if regex else reader.option("subscribe", ",".join(topics))

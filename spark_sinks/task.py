@@ -84,9 +84,9 @@ class SparkSinkTask(StreamingSinkTask):
         self.checkpoint = str(self.config.get(CHECKPOINT_LOCATION) or "").strip() or self.default_checkpoint()
 
     def run(self) -> None:
-        from spark_sinks.session import connector_session
+        from spark_sinks.session import spark_session
 
-        spark = connector_session(self.props)
+        spark = spark_session(self.props)
         self._spark = spark
         if self._stopping.is_set():
             return
@@ -159,7 +159,7 @@ class SparkSinkTask(StreamingSinkTask):
             if "embedded.log.dir" in settings:
                 starting = self._read_checkpoint_file(INITIAL_OFFSETS_FILE) or starting
         df = read_stream(spark, self.props, self.context.log_settings(), starting,
-                         int(self.config.get(MAX_OFFSETS_PER_TRIGGER) or 0), known_start)
+                         int(self.config.get(MAX_OFFSETS_PER_TRIGGER) or 0), known_start, self.name)
         writer = (df.writeStream.queryName(self.query_name)
                   .option("checkpointLocation", self.checkpoint)
                   .foreachBatch(self._on_batch))
