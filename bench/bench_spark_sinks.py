@@ -15,6 +15,8 @@ over 4 partitions and 5 hours of record time. Then, in one Spark session
   (``foreachPartition``), the usual way to write a DataFrame to OpenSearch
   without the connector.
 
+Each side runs --rounds times (default 3), taking turns going first; the
+figures are medians, and each ratio is the median of the per-round ratios.
 A sink's time runs from the start of its query to the moment all N records
 are reported landed; the Spark session and the services are up, and both
 sides have run once on 20,000 records of another topic, before any timing
@@ -29,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import threading
@@ -153,14 +156,13 @@ def baseline_hdfs(df: Any, url: str) -> float:
     return time.perf_counter() - started
 
 
-def _bulk_partition(url: str, batch_size: int, rows: Any) -> None:
+def _bulk_partition(url: str, batch_size: int, index: str, rows: Any) -> None:
     from opensearchpy import OpenSearch
 
     client = OpenSearch(hosts=[url], timeout=120)
     lines: list[bytes] = []
     for row in rows:
-        meta = {"index": {"_index": row["topic"] + "-baseline", "_id": f"{row['topic']}+{row['partition']}+"
-                          f"{row['offset']}"}}
+        meta = {"index": {"_index": index, "_id": f"{row['topic']}+{row['partition']}+{row['offset']}"}}
         lines.append(json.dumps(meta).encode() + b"\n" + row["value"].encode() + b"\n")
         if len(lines) >= batch_size:
             client.bulk(body=b"".join(lines))
@@ -170,12 +172,12 @@ def _bulk_partition(url: str, batch_size: int, rows: Any) -> None:
     client.close()
 
 
-def baseline_opensearch(df: Any, url: str, batch_size: int) -> float:
+def baseline_opensearch(df: Any, url: str, batch_size: int, index: str) -> float:
     import functools
 
     started = time.perf_counter()
     df.select("topic", "partition", "offset", "value").foreachPartition(
-        functools.partial(_bulk_partition, url, batch_size))
+        functools.partial(_bulk_partition, url, batch_size, index))
     return time.perf_counter() - started
 
 
@@ -197,7 +199,7 @@ def warm_up(spark: Any, work: Path, run: str, hdfs_url: str | None, os_url: str 
         run_sink(ElasticsearchSparkSinkTask, {**common, "name": "warm-os", "connection.url": os_url,
                                               "key.ignore": "true"}, work / "data", work / "w2", 20_000,
                  "documents_written")
-        baseline_opensearch(small, os_url, 2000)
+        baseline_opensearch(small, os_url, 2000, f"{topic}-baseline")
     small.unpersist()
 
 
@@ -209,6 +211,7 @@ def main() -> int:
     parser.add_argument("--opensearch-url", help="a running OpenSearch; default: start one")
     parser.add_argument("--batch-size", type=int, default=2000)
     parser.add_argument("--skip", choices=("hdfs", "opensearch"), action="append", default=[])
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     n = args.records
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -222,9 +225,15 @@ def main() -> int:
     services: list[Any] = []
     hdfs_url = args.hdfs_url
     os_url = args.opensearch_url
+    webhdfs = None
     if not hdfs_url and "hdfs" not in args.skip:
         services.append(HdfsService(heap="1g").start())
         hdfs_url = services[-1].url
+        webhdfs = services[-1].client()
+    elif args.webhdfs_url:
+        from hdfs import InsecureClient
+
+        webhdfs = InsecureClient(args.webhdfs_url, user="root")
     if not os_url and "opensearch" not in args.skip:
         services.append(OpenSearchService(heap="1g").start())
         os_url = services[-1].url
@@ -242,32 +251,70 @@ def main() -> int:
         del records
         common = {"topics": topic, "spark.master": "local[2]", "trigger.interval.ms": "500"}
         warm_up(spark, work, run, hdfs_url, os_url, args.skip)
-        print(f"{'target':<32}{'records':>10}{'seconds':>10}{'records/s':>12}")
-        results: dict[str, tuple[float, float]] = {}
-        if "hdfs" not in args.skip:
-            props = {**common, "hdfs.url": hdfs_url, "format": "parquet", "path.format": "dt=YYYY-MM-dd/hour=HH"}
-            given = run_sink(HdfsSparkSinkTask, {**props, "name": "bench-hdfs", "value.schema": VALUE_SCHEMA,
-                                                 "topics.dir": f"{run}/topics", "logs.dir": f"{run}/logs"},
-                             work / "data", work / "state-hdfs", n)
-            base = baseline_hdfs(df, f"{hdfs_url}{run}/baseline")
-            inferred = run_sink(HdfsSparkSinkTask, {**props, "name": "bench-hdfs-infer", "topics.dir": f"{run}/t2",
-                                                    "logs.dir": f"{run}/l2"}, work / "data", work / "state-h2", n)
-            results["HDFS Parquet"] = (given, base)
-            results["HDFS Parquet, schema inferred"] = (inferred, base)
-            print(f"{'HdfsSparkSink (Parquet)':<32}{n:>10,}{given:>10.1f}{n / given:>12,.0f}")
-            print(f"{'  same, schema inferred':<32}{n:>10,}{inferred:>10.1f}{n / inferred:>12,.0f}")
-            print(f"{'baseline: DataFrame -> Parquet':<32}{n:>10,}{base:>10.1f}{n / base:>12,.0f}", flush=True)
-        if "opensearch" not in args.skip:
-            props = {**common, "name": "bench-os", "connection.url": os_url, "key.ignore": "true",
-                     "batch.size": str(args.batch_size)}
-            sink = run_sink(ElasticsearchSparkSinkTask, props, work / "data", work / "state-os", n,
-                            "documents_written")
-            base = baseline_opensearch(df, os_url, args.batch_size)
-            results["OpenSearch"] = (sink, base)
-            print(f"{'ElasticsearchSparkSink (OS)':<32}{n:>10,}{sink:>10.1f}{n / sink:>12,.0f}")
-            print(f"{'baseline: DataFrame -> bulk':<32}{n:>10,}{base:>10.1f}{n / base:>12,.0f}", flush=True)
-        for name, (sink, base) in results.items():
-            print(f"ratio {name}: {base / sink:.2f} (sink records/s / baseline records/s; target >= 0.5)")
+        rounds: dict[str, list[tuple[float, float]]] = {}
+        for r in range(args.rounds):
+            # the sides take turns going first, so neither always meets a warmer JVM, disk or target
+            sink_first = r % 2 == 0
+            if "hdfs" not in args.skip:
+                props = {**common, "hdfs.url": hdfs_url, "format": "parquet", "path.format": "dt=YYYY-MM-dd/hour=HH",
+                         "topics.dir": f"{run}/r{r}/topics", "logs.dir": f"{run}/r{r}/logs"}
+
+                def sinks(r: int = r, props: dict[str, str] = props) -> tuple[float, float]:
+                    given = run_sink(HdfsSparkSinkTask, {**props, "name": f"bench-hdfs-{r}",
+                                                         "value.schema": VALUE_SCHEMA}, work / "data",
+                                     work / f"s-h{r}", n)
+                    inferred = run_sink(HdfsSparkSinkTask, {**props, "name": f"bench-hdfs-infer-{r}",
+                                                            "topics.dir": f"{run}/r{r}/inferred",
+                                                            "logs.dir": f"{run}/r{r}/logs2"}, work / "data",
+                                        work / f"s-i{r}", n)
+                    return given, inferred
+
+                if sink_first:
+                    given, inferred = sinks()
+                    base = baseline_hdfs(df, f"{hdfs_url}{run}/r{r}/baseline")
+                else:
+                    base = baseline_hdfs(df, f"{hdfs_url}{run}/r{r}/baseline")
+                    given, inferred = sinks()
+                rounds.setdefault("HDFS Parquet", []).append((given, base))
+                rounds.setdefault("HDFS Parquet, schema inferred", []).append((inferred, base))
+                print(f"round {r + 1}: HDFS  sink {n / given:>9,.0f} rec/s  sink (schema inferred) "
+                      f"{n / inferred:>9,.0f} rec/s  baseline {n / base:>9,.0f} rec/s", flush=True)
+                if webhdfs is not None:
+                    webhdfs.delete(f"{run}/r{r}", recursive=True)
+            if "opensearch" not in args.skip:
+                index = f"{topic}-r{r}"
+                props = {**common, "name": f"bench-os-{r}", "connection.url": os_url, "key.ignore": "true",
+                         "batch.size": str(args.batch_size), "index.name.format": index}
+                if sink_first:
+                    sink = run_sink(ElasticsearchSparkSinkTask, props, work / "data", work / f"s-o{r}", n,
+                                    "documents_written")
+                    base = baseline_opensearch(df, os_url, args.batch_size, f"{index}-baseline")
+                else:
+                    base = baseline_opensearch(df, os_url, args.batch_size, f"{index}-baseline")
+                    sink = run_sink(ElasticsearchSparkSinkTask, props, work / "data", work / f"s-o{r}", n,
+                                    "documents_written")
+                rounds.setdefault("OpenSearch", []).append((sink, base))
+                print(f"round {r + 1}: OpenSearch  sink {n / sink:>9,.0f} rec/s  baseline {n / base:>9,.0f} rec/s",
+                      flush=True)
+                import httpx
+
+                httpx.delete(f"{os_url}/{index},{index}-baseline", timeout=60)
+        print(f"\n{'target (median of ' + str(args.rounds) + ' rounds)':<36}{'records':>10}{'seconds':>9}"
+              f"{'records/s':>11}")
+        labels = {"HDFS Parquet": ("HdfsSparkSink -> Parquet", "baseline: DataFrame -> Parquet"),
+                  "HDFS Parquet, schema inferred": ("HdfsSparkSink, schema inferred", None),
+                  "OpenSearch": ("ElasticsearchSparkSink -> OS", "baseline: DataFrame -> bulk")}
+        for name, pairs in rounds.items():
+            sink_label, base_label = labels[name]
+            sink = statistics.median(p[0] for p in pairs)
+            print(f"{sink_label:<36}{n:>10,}{sink:>9.1f}{n / sink:>11,.0f}")
+            if base_label:
+                base = statistics.median(p[1] for p in pairs)
+                print(f"{base_label:<36}{n:>10,}{base:>9.1f}{n / base:>11,.0f}")
+        for name, pairs in rounds.items():
+            ratio = statistics.median(base / sink for sink, base in pairs)
+            print(f"ratio {name}: {ratio:.2f} (sink records/s / baseline records/s, median of the rounds; "
+                  "target >= 0.5)")
         spark.stop()
     finally:
         for svc in services:

@@ -391,7 +391,9 @@ class HdfsSparkSinkTask(SparkSinkTask):
         out = shaped.withColumn("_start", starts[lookup]).withColumn("_end", ends[lookup]).drop("offset")
         tmp = f"{self.url}{self.topics_dir}/{TMP_DIR}/{self.name}/{batch_id}"
         writer = (out.write.mode("overwrite").partitionBy(*keys, "_start", "_end")
-                  .option("maxRecordsPerFile", 0))
+                  .option("maxRecordsPerFile", 0)
+                  # tasks commit straight into the temporary folder: the renames below are the real commit
+                  .option("mapreduce.fileoutputcommitter.algorithm.version", "2"))
         if self.format == "avro":
             writer.format("avro").save(tmp)
         elif self.format == "parquet":
@@ -526,12 +528,13 @@ class HdfsSparkSinkTask(SparkSinkTask):
                                        "is spark.sql.files.maxRecordsPerFile set?")
             moves[target] = path.toString()
         committed = 0
+        folders: set[str] = set()
         for target, source in sorted(moves.items()):
             dst = self._path(target)
-            if self._fs.exists(dst):
-                self._fs.delete(self._path(source), False)
-                continue
-            self._fs.mkdirs(dst.getParent())
+            folder = target.rsplit("/", 1)[0]
+            if folder not in folders:
+                self._fs.mkdirs(dst.getParent())
+                folders.add(folder)
             if not self._fs.rename(self._path(source), dst):
                 if self._fs.exists(dst):  # an earlier, interrupted run of this batch got there first
                     self._fs.delete(self._path(source), False)

@@ -284,7 +284,14 @@ class SparkSinkTask(StreamingSinkTask):
             self._progress["query"] = state
 
     def _update_progress(self, query: Any) -> None:
-        reports = [_as_dict(p) for p in (query.recentProgress or [])]
+        latest = query.lastProgress
+        if latest is None:
+            reports: list[dict[str, Any]] = []
+        else:
+            reports = [_as_dict(latest)]
+            seen = self._last_batch if self._last_batch is not None else -1
+            if int(reports[0].get("batchId", 0)) > seen + 1:  # batches went by between two looks: take them all
+                reports = [_as_dict(p) for p in (query.recentProgress or [])]
         for p in reports:
             batch, rows = p.get("batchId"), int(p.get("numInputRows") or 0)
             if rows and batch is not None and (self._last_batch is None or batch > self._last_batch):

@@ -110,6 +110,18 @@ def test_formats_field_partitions_and_lost_checkpoint(tmp_path, hdfs, spark):
     assert names and all(n.endswith(".txt") and "/partition=" in n for n in names)
     assert spark.read.text(f"{hdfs.url}{root}/text/{topic}").count() == 3000
 
+    # time folders from a field of the value (epoch ms or ISO-8601), in a time zone half an hour off UTC
+    produce_json(log_dir, "timed", 2, partitions=1,
+                 doc=lambda i: {"i": i, "at": [1_700_000_000_000, "2024-02-29T23:30:00Z"][i]})
+    timed = {**common, "topics": "timed", "format": "json", "path.format": "dt=YYYY-MM-dd/hour=HH",
+             "timestamp.extractor": "RecordField", "timestamp.field": "at", "timezone": "Asia/Kolkata",
+             "topics.dir": f"{root}/timed", "logs.dir": f"{root}/timed-logs"}
+    with InProcessTask(HdfsSparkSinkTask, timed, log_dir, tmp_path / "s4") as t:
+        t.wait_records(2)
+    folders = sorted(f.split("/timed/timed/")[1].rsplit("/", 1)[0] for f in hdfs_files(hdfs.client(),
+                                                                                      f"{root}/timed/timed"))
+    assert folders == ["dt=2023-11-15/hour=03", "dt=2024-03-01/hour=05"]
+
     json_cfg = {**common, "format": "json", "topics.dir": f"{root}/json", "logs.dir": f"{root}/json-logs"}
     with InProcessTask(HdfsSparkSinkTask, json_cfg, log_dir, tmp_path / "s3") as t:
         t.wait_records(3000)

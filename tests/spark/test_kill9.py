@@ -12,7 +12,7 @@ import pytest
 
 from tests.spark.support import Worker, connector_file, hdfs_records, produce_json, spark_props, wait_until
 
-pytestmark = pytest.mark.timeout(480)
+pytestmark = [pytest.mark.timeout(480), pytest.mark.slow]
 
 TOTAL = 100_000
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import pytest
@@ -39,7 +40,8 @@ def test_upsert_tombstones_and_malformed_documents(tmp_path, opensearch):
     accounts, metrics, dlq = f"accounts-{suffix}", f"metrics-{suffix}", f"dlq-{suffix}"
     client = opensearch.client()
     # an index whose mapping a record will violate
-    client.indices.create(index=metrics, body={"mappings": {"properties": {"n": {"type": "long"}}}})
+    for index in (metrics, f"{metrics}-strict"):
+        client.indices.create(index=index, body={"mappings": {"properties": {"n": {"type": "long"}}}})
     log_dir = tmp_path / "data"
     # three versions of 100 keys, the latest last; then tombstones for ten of them
     rounds = [(f"k{i}".encode(), json.dumps({"key": f"k{i}", "v": r, f"field{r}": True}).encode())
@@ -66,13 +68,30 @@ def test_upsert_tombstones_and_malformed_documents(tmp_path, opensearch):
                 "errors.deadletterqueue.context.headers.enable": "true",
                 **{k: str(v) for k, v in spark_props().items()}})
             assert r.status_code == 201, r.text
+            # the same records with behavior.on.malformed.documents=fail: the task fails with the error
+            r = c.put("/connectors/es-fail/config", json={
+                "connector.class": "ElasticsearchSparkSink", "topics": metrics,
+                "connection.url": opensearch.url, "key.ignore": "true", "index.name.format": f"{metrics}-strict",
+                "behavior.on.malformed.documents": "fail", **{k: str(v) for k, v in spark_props().items()}})
+            assert r.status_code == 201, r.text
         worker.wait_landed("es-upsert", 300)
         m = worker.wait_landed("es-dlq", 61)
         assert m["documents_written"] == 60 and m["documents_malformed"] == 1
         assert m["dlq_produce_requests"] == 1
         wait_until(lambda: _count(client, accounts) == 100, 60, what="100 accounts")
+        failed = wait_until(lambda: (s := worker.status("es-fail"))["tasks"] and s["tasks"][0]["state"] == "FAILED"
+                            and s["tasks"][0], 120, what="es-fail to fail")
+        assert "rejected as malformed" in failed["trace"] and "mapper_parsing_exception" in failed["trace"]
 
-        _produce(log_dir, accounts, [(f"k{i}".encode(), None) for i in range(10)])
+        # paused: the query stops and tombstones wait; resumed: they delete their documents
+        with worker.http() as c:
+            assert c.put("/connectors/es-upsert/pause").status_code == 202
+            wait_until(lambda: worker.metrics("es-upsert").get("query") == "PAUSED", 60, what="query paused")
+            assert worker.status("es-upsert")["tasks"][0]["state"] == "PAUSED"
+            _produce(log_dir, accounts, [(f"k{i}".encode(), None) for i in range(10)])
+            time.sleep(3)
+            assert _count(client, accounts) == 100
+            assert c.put("/connectors/es-upsert/resume").status_code == 202
         worker.wait_landed("es-upsert", 310)
         wait_until(lambda: _count(client, accounts) == 90, 60, what="tombstones to delete 10 documents")
     finally:
