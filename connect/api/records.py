@@ -90,21 +90,21 @@ class ConnectRecord:
     ) -> ConnectRecord:
         raise NotImplementedError
 
-    def _changed(self, **changes: Any) -> dict[str, Any]:
-        fields = {
-            "topic": self.topic,
-            "kafka_partition": self.kafka_partition,
-            "key_schema": self.key_schema,
-            "key": self.key,
-            "value_schema": self.value_schema,
-            "value": self.value,
-            "timestamp": self.timestamp,
-            "headers": self._headers.duplicate() if self._headers is not None else None,
-        }
-        for name, value in changes.items():
-            if value is not _UNSET and not (name == "topic" and value is None):
-                fields[name] = value
-        return fields
+    def _copy_base_into(self, r: ConnectRecord, topic: Any, kafka_partition: Any, key_schema: Any, key: Any,
+                        value_schema: Any, value: Any, timestamp: Any, headers: Any) -> None:
+        """Fill ``r``'s common slots from this record, with the changed fields (``_UNSET`` keeps the old one)."""
+        r.topic = self.topic if topic is None else topic
+        r.kafka_partition = self.kafka_partition if kafka_partition is _UNSET else kafka_partition
+        r.key_schema = self.key_schema if key_schema is _UNSET else key_schema
+        r.key = self.key if key is _UNSET else key
+        r.value_schema = self.value_schema if value_schema is _UNSET else value_schema
+        r.value = self.value if value is _UNSET else value
+        r.timestamp = self.timestamp if timestamp is _UNSET else timestamp
+        if headers is _UNSET:
+            own = self._headers
+            r._headers = own.duplicate() if own is not None else None
+        else:
+            r._headers = _headers_for_copy(headers)
 
     def _base_repr(self) -> str:
         return (
@@ -172,18 +172,7 @@ class SourceRecord(ConnectRecord):
         # every transform makes one of these per record: fill the slots directly instead of going through
         # __init__ with a dict of fields (same result as SourceRecord(...) with the changed fields)
         r = _new(SourceRecord)
-        r.topic = self.topic if topic is None else topic
-        r.kafka_partition = self.kafka_partition if kafka_partition is _UNSET else kafka_partition
-        r.key_schema = self.key_schema if key_schema is _UNSET else key_schema
-        r.key = self.key if key is _UNSET else key
-        r.value_schema = self.value_schema if value_schema is _UNSET else value_schema
-        r.value = self.value if value is _UNSET else value
-        r.timestamp = self.timestamp if timestamp is _UNSET else timestamp
-        if headers is _UNSET:
-            own = self._headers
-            r._headers = own.duplicate() if own is not None else None
-        else:
-            r._headers = _headers_for_copy(headers)
+        self._copy_base_into(r, topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers)
         r.source_partition = self.source_partition
         r.source_offset = self.source_offset
         return r
@@ -265,18 +254,7 @@ class SinkRecord(ConnectRecord):
     ) -> SinkRecord:
         # as SourceRecord.new_record: slots filled directly; the original_* coordinates are kept
         r = _new(SinkRecord)
-        r.topic = self.topic if topic is None else topic
-        r.kafka_partition = self.kafka_partition if kafka_partition is _UNSET else kafka_partition
-        r.key_schema = self.key_schema if key_schema is _UNSET else key_schema
-        r.key = self.key if key is _UNSET else key
-        r.value_schema = self.value_schema if value_schema is _UNSET else value_schema
-        r.value = self.value if value is _UNSET else value
-        r.timestamp = self.timestamp if timestamp is _UNSET else timestamp
-        if headers is _UNSET:
-            own = self._headers
-            r._headers = own.duplicate() if own is not None else None
-        else:
-            r._headers = _headers_for_copy(headers)
+        self._copy_base_into(r, topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers)
         r.kafka_offset = self.kafka_offset
         r.timestamp_type = self.timestamp_type
         r.original_topic = self.original_topic
