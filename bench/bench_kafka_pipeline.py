@@ -7,7 +7,8 @@ Two pipelines, each run by a real ``connect-standalone`` process:
   of lines) with the same client settings (acks=all, idempotence, linger.ms,
   batch sizes: Headrace's producer defaults);
 - Kafka -> FileStreamSink, beside a bare consumer loop that reads the same
-  topic and writes each value and a newline to a file.
+  topic and writes each value and a newline to a file, with the same client
+  settings (Headrace's consumer defaults).
 
 Rates are first record to last (worker start-up left out): for the source,
 from the first record in the topic to the last one acknowledged; for the sink,
@@ -36,7 +37,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connect.log.kafka.config import PRODUCER_DEFAULTS
+from connect.log.kafka.config import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS
 
 # FileStreamSink makes its output durable (flush + fsync) at each offset commit, and only then is all of
 # it in the file; a short interval lets the last records show up soon after they are put.
@@ -109,8 +110,10 @@ def bare_producer(bootstrap: str, topic: str, src: Path, batch: int) -> float:
 
 def bare_consumer(bootstrap: str, topic: str, partitions: int, records: int, dst: Path, batch: int) -> float:
     """Consume every record of the topic and write each value and a newline; first record to last written."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-bare-{uuid.uuid4().hex}",
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest", "error_cb": _quiet, "log_level": 3})
+    conf = dict(CONSUMER_DEFAULTS)  # the fetch settings Headrace's sink consumer uses
+    conf.update({"bootstrap.servers": bootstrap, "group.id": f"bench-bare-{uuid.uuid4().hex}",
+                 "auto.offset.reset": "earliest", "error_cb": _quiet, "log_level": 3})
+    c = Consumer(conf)
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     seen = 0
     first = None

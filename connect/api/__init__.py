@@ -48,7 +48,14 @@ from connect.api.errors import (
     RetriableException,
 )
 from connect.api.headers import ConnectHeaders, Header
-from connect.api.records import ConnectRecord, SinkRecord, SourceRecord, TimestampType
+from connect.api.records import (
+    ConnectRecord,
+    SinkRecord,
+    SinkRecordBatch,
+    SourceRecord,
+    SourceRecordBatch,
+    TimestampType,
+)
 from connect.api.schema import (
     Date,
     Decimal,
@@ -108,10 +115,12 @@ __all__ = [
     "SchemaBuilder",
     "SinkConnector",
     "SinkRecord",
+    "SinkRecordBatch",
     "SinkTask",
     "SinkTaskContext",
     "SourceConnector",
     "SourceRecord",
+    "SourceRecordBatch",
     "SourceTask",
     "SourceTaskContext",
     "StreamingSinkTask",

@@ -186,8 +186,12 @@ class SourceTask(Task):
         self.context = context
 
     @abc.abstractmethod
-    def poll(self) -> list[SourceRecord] | None:
-        """Return the next records, or None/[] when there are none right now (may block briefly)."""
+    def poll(self) -> Sequence[SourceRecord] | None:
+        """Return the next records, or None/[] when there are none right now (may block briefly).
+
+        A list of records, or a ``SourceRecordBatch`` when they share a topic and source partition and
+        have no keys or headers (the runtime then sends them in bulk).
+        """
 
     def commit(self) -> None:  # noqa: B027 - optional hook
         """Offsets up to the last flush are committed."""
@@ -241,7 +245,12 @@ class SinkTask(Task):
         """These partitions are now this task's."""
 
     @abc.abstractmethod
-    def put(self, records: Sequence[SinkRecord]) -> None: ...
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        """Write (or buffer) these records; durable by the next ``flush``.
+
+        ``records`` is a sequence: a list, or a ``SinkRecordBatch``, whose ``values`` spare a task that
+        needs only the values from reading the records one by one.
+        """
 
     def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:  # noqa: B027 - optional hook
         """Make everything ``put`` so far durable."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connect.api.config import ConfigDef
@@ -35,6 +35,30 @@ class Converter(abc.ABC):
     def to_connect_data(
         self, topic: str, value: bytes | None, headers: ConnectHeaders | None = None
     ) -> SchemaAndValue: ...
+
+    def from_connect_batch(self, topic: str, schema: Schema | None, values: Sequence[Any]) -> list[bytes | None]:
+        """Many values of one schema, without headers, each as ``from_connect_data`` would convert it.
+
+        The runtime converts whole batches through this; a converter that can do the work in bulk
+        overrides it. An exception means "convert these one by one": the runtime then does, with its
+        per-record error handling.
+        """
+        convert = self.from_connect_data
+        return [convert(topic, schema, value, None) for value in values]
+
+    def to_connect_batch(self, topic: str, values: Sequence[bytes | None]) -> tuple[list[Schema | None], list[Any]]:
+        """Many values without headers: their schemas and Connect values, as ``to_connect_data`` gives each.
+
+        Overridden by converters that can do the work in bulk; an exception has the runtime convert
+        the batch one by one instead, with its per-record error handling.
+        """
+        schemas: list[Schema | None] = []
+        out: list[Any] = []
+        for value in values:
+            converted = self.to_connect_data(topic, value, None)
+            schemas.append(converted.schema)
+            out.append(converted.value)
+        return schemas, out
 
     def config(self) -> ConfigDef:
         return ConfigDef()

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain, repeat
 from typing import Any
 
 from connect.api.headers import ConnectHeaders, Header
 from connect.api.schema import Schema
 from connect.api.topic_partition import TopicPartition
 
-__all__ = ["ConnectRecord", "SinkRecord", "SourceRecord", "TimestampType", "TopicPartition"]
+__all__ = [
+    "ConnectRecord",
+    "SinkRecord",
+    "SinkRecordBatch",
+    "SourceRecord",
+    "SourceRecordBatch",
+    "TimestampType",
+    "TopicPartition",
+]
 
 _UNSET: Any = object()
 _new = object.__new__
@@ -192,6 +201,84 @@ class SourceRecord(ConnectRecord):
         )
 
 
+class SourceRecordBatch(Sequence[SourceRecord]):
+    """Records of one source partition for one topic, with no key, headers or set partition, held as columns.
+
+    ``SourceTask.poll`` may return one instead of a list. It reads as a sequence of
+    ``SourceRecord`` (each made when it is read), so transforms and the per-record
+    paths see ordinary records; when nothing needs them, the runtime converts and
+    sends ``values`` in bulk and never makes the records at all. That saves most of
+    the Python work per record of a fast source.
+
+    ``source_offsets`` has one offset per value (any sequence: a source can make
+    the mappings lazily, as only the last one of a batch is usually read), or is
+    None when the source keeps no offsets. One ``timestamp`` stands for every record.
+    """
+
+    __slots__ = ("topic", "values", "value_schema", "source_partition", "source_offsets", "timestamp")
+
+    def __init__(
+        self,
+        topic: str,
+        values: Sequence[Any],
+        *,
+        value_schema: Schema | None = None,
+        source_partition: Mapping[str, Any] | None = None,
+        source_offsets: Sequence[Mapping[str, Any] | None] | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        if source_offsets is not None and len(source_offsets) != len(values):
+            raise ValueError(f"{len(values)} values but {len(source_offsets)} source offsets")
+        self.topic = topic
+        self.values = values
+        self.value_schema = value_schema
+        self.source_partition = source_partition
+        self.source_offsets = source_offsets
+        self.timestamp = timestamp
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            offsets = self.source_offsets
+            return SourceRecordBatch(self.topic, self.values[index], value_schema=self.value_schema,
+                                     source_partition=self.source_partition,
+                                     source_offsets=offsets[index] if offsets is not None else None,
+                                     timestamp=self.timestamp)
+        value = self.values[index]  # raises IndexError past the end, as a sequence must
+        offset = self.source_offsets[index] if self.source_offsets is not None else None
+        return SourceRecord(self.source_partition, offset, self.topic, None, None, None, self.value_schema, value,
+                            self.timestamp)
+
+    def __iter__(self) -> Iterator[SourceRecord]:
+        return map(self.__getitem__, range(len(self.values)))
+
+    def __add__(self, other: Iterable[SourceRecord]) -> list[SourceRecord]:
+        # as a list of records would: batches and lists join into one list
+        return [*self, *other]
+
+    def __radd__(self, other: Iterable[SourceRecord]) -> list[SourceRecord]:
+        return [*other, *self]
+
+    @property
+    def last_offset(self) -> Mapping[str, Any] | None:
+        """The source offset of the last record: what committing the whole batch stores."""
+        offsets = self.source_offsets
+        return offsets[-1] if offsets else None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"SourceRecordBatch(topic={self.topic!r}, {len(self)} values, "
+                f"source_partition={self.source_partition!r}, last_offset={self.last_offset!r})")
+
+
 class SinkRecord(ConnectRecord):
     """A record consumed from a topic, handed to a SinkTask.
 
@@ -272,3 +359,86 @@ class SinkRecord(ConnectRecord):
 
     def __repr__(self) -> str:
         return f"SinkRecord(kafka_offset={self.kafka_offset}, timestamp_type={self.timestamp_type.value}, {self._base_repr()})"
+
+
+class SinkRecordBatch(Sequence[SinkRecord]):
+    """Records consumed without headers, held as columns (one set per topic partition) until one is read.
+
+    The runtime may hand one to ``SinkTask.put`` instead of a list. Read as a
+    sequence it is one: the ``SinkRecord`` objects are all made the first time
+    any is read, and the same objects come back on every later read. A task
+    that needs only the values (or keys) reads ``values`` (``keys``) and no
+    record is ever made, which saves most of the Python work per record of a
+    fast sink.
+    """
+
+    __slots__ = ("_parts", "_records", "_len")
+
+    def __init__(self) -> None:
+        self._parts: list[tuple[Any, ...]] = []
+        self._records: list[SinkRecord] | None = None
+        self._len = 0
+
+    def add(
+        self,
+        topic: str,
+        kafka_partition: int,
+        kafka_offsets: Sequence[int],
+        timestamps: Sequence[int | None],
+        timestamp_type: TimestampType,
+        key_schemas: Sequence[Schema | None],
+        keys: Sequence[Any],
+        value_schemas: Sequence[Schema | None],
+        values: Sequence[Any],
+    ) -> None:
+        """Append the records of one topic partition, as columns of equal length."""
+        n = len(kafka_offsets)
+        if not len(timestamps) == len(key_schemas) == len(keys) == len(value_schemas) == len(values) == n:
+            raise ValueError(f"the columns of {topic}-{kafka_partition} differ in length")
+        self._parts.append((topic, kafka_partition, kafka_offsets, timestamps, timestamp_type, key_schemas, keys,
+                            value_schemas, values))
+        self._records = None
+        self._len += n
+
+    @property
+    def values(self) -> list[Any]:
+        """Every record's value, in order."""
+        if len(self._parts) == 1:
+            return list(self._parts[0][8])
+        return list(chain.from_iterable(part[8] for part in self._parts))
+
+    @property
+    def keys(self) -> list[Any]:
+        """Every record's key, in order."""
+        return list(chain.from_iterable(part[6] for part in self._parts))
+
+    def _materialized(self) -> list[SinkRecord]:
+        if self._records is None:
+            records: list[SinkRecord] = []
+            for topic, partition, offsets, stamps, ts_type, key_schemas, keys, value_schemas, values in self._parts:
+                n = len(offsets)
+                # map() with several columns calls the constructor from C: no Python loop per record
+                records += map(SinkRecord, repeat(topic, n), repeat(partition, n), key_schemas, keys, value_schemas,
+                               values, offsets, stamps, repeat(ts_type, n))
+            self._records = records
+        return self._records
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._materialized()[index]
+
+    def __iter__(self) -> Iterator[SinkRecord]:
+        return iter(self._materialized())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return self._materialized() == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{p[0]}-{p[1]}" for p in self._parts)
+        return f"SinkRecordBatch({self._len} records from {parts or 'no partition'})"

@@ -19,7 +19,7 @@ from typing import Any
 from connect.api.connector import ErrantRecordReporter, SinkTask, SinkTaskContext
 from connect.api.errors import ConnectException, RetriableException
 from connect.api.headers import ConnectHeaders, Header
-from connect.api.records import SinkRecord, TimestampType
+from connect.api.records import SinkRecord, SinkRecordBatch, TimestampType
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import Consumer, ConsumerRecord, FetchedBatch, LogError, RebalanceListener
 from connect.runtime.errors import ErrantRecordReporterImpl, Stage, TaskStoppingError
@@ -168,7 +168,7 @@ class WorkerSinkTask(WorkerTask):
             self.context.commit_requested = False
             self.commit_offsets()
 
-    def _deliver(self, records: list[SinkRecord]) -> bool:
+    def _deliver(self, records: Sequence[SinkRecord]) -> bool:
         """``put`` the batch; a RetriableException redelivers it after the task's timeout.
 
         False when the task was asked to stop while waiting to redeliver (the batch is then not done).
@@ -233,7 +233,9 @@ class WorkerSinkTask(WorkerTask):
         return ConsumerRecord(topic, record.original_kafka_partition, record.original_kafka_offset,
                               record.timestamp if record.timestamp is not None else -1, key, value, headers, ts_type)
 
-    def _convert_batches(self, batches: Sequence[FetchedBatch]) -> list[SinkRecord]:
+    def _convert_batches(self, batches: Sequence[FetchedBatch]) -> Sequence[SinkRecord]:
+        """The records of the fetched batches; a SinkRecordBatch when every batch could be converted by column."""
+        columns = SinkRecordBatch()
         out: list[SinkRecord] = []
         append = out.append
         chain = self.chain
@@ -247,6 +249,8 @@ class WorkerSinkTask(WorkerTask):
             keys, values, stamps = batch.keys, batch.values, batch.timestamps
             hdrs = batch.headers
             ts_type = _TS_TYPES.get(batch.timestamp_type, TimestampType.CREATE_TIME)
+            if chain is None and hdrs is None and self._convert_columns(batch, ts_type, columns):
+                continue
             for i, offset in enumerate(batch.offsets):
                 stage = Stage.HEADER_CONVERTER
                 try:
@@ -272,7 +276,30 @@ class WorkerSinkTask(WorkerTask):
                         continue
                 append(record)
         self.records_dropped += dropped
-        return out
+        if not out:
+            return columns
+        return [*columns, *out] if len(columns) else out
+
+    def _convert_columns(self, batch: FetchedBatch, ts_type: TimestampType, columns: SinkRecordBatch) -> bool:
+        """A batch without headers, converted by column (the converters' bulk methods) into ``columns``.
+
+        False, with nothing added, if a converter fails: the per-record path then converts the batch
+        again with error handling, so the bad record is found and treated as configured.
+        """
+        topic = batch.topic
+        try:
+            key_schemas, keys = self.converters.key.to_connect_batch(topic, batch.keys)
+            value_schemas, values = self.converters.value.to_connect_batch(topic, batch.values)
+        except Exception:  # noqa: BLE001 - the per-record path converts again, with error handling
+            return False
+        try:
+            columns.add(topic, batch.partition, batch.offsets, batch.timestamps, ts_type, key_schemas, keys,
+                        value_schemas, values)
+        except ValueError as exc:
+            raise ConnectException(f"{type(self.converters.key).__qualname__} or "
+                                   f"{type(self.converters.value).__qualname__} returned a wrong number of "
+                                   f"converted records: {exc}") from exc
+        return True
 
     def _convert_one(self, c: ConsumerRecord) -> SinkRecord | None:
         headers = self._convert_headers(c.topic, c.headers) if c.headers else None

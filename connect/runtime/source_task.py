@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connect.api.connector import OffsetStorageReader, RecordMetadata, SourceTask, SourceTaskContext
 from connect.api.errors import ConnectException, RetriableException
-from connect.api.records import SourceRecord
+from connect.api.records import SourceRecord, SourceRecordBatch
 from connect.log.api import Admin, LogError, Producer
 from connect.runtime.errors import Stage
 from connect.runtime.offsets import OffsetStore, offset_key
@@ -70,7 +70,7 @@ class WorkerSourceTask(WorkerTask):
 
     def execute(self) -> None:
         next_flush = time.monotonic() + self.offset_flush_interval
-        batch: list[SourceRecord] | None = None
+        batch: Sequence[SourceRecord] | None = None
         while not self.is_stopping:
             if self.is_paused:
                 self.commit_offsets()
@@ -131,28 +131,54 @@ class WorkerSourceTask(WorkerTask):
             log.exception("%s Error stopping source task", self)
 
     # --- sending ---------------------------------------------------------------------------------
-    def _send(self, records: list[SourceRecord]) -> None:
-        if self.chain is None and not self._commit_record_hook and self._send_uniform(records):
-            return
+    def _send(self, records: Sequence[SourceRecord]) -> None:
+        if self.chain is None and not self._commit_record_hook:
+            if isinstance(records, SourceRecordBatch):
+                if self._send_columns(records):
+                    return
+            elif self._send_uniform(records):
+                return
         self._send_each(records)
 
-    def _send_uniform(self, records: list[SourceRecord]) -> bool:
-        """The common batch (one topic, no keys, headers or partitions) in a few bulk steps.
+    def _send_columns(self, batch: SourceRecordBatch) -> bool:
+        """A SourceRecordBatch without making its records: its values converted and sent in bulk.
+
+        Returns False, having done nothing, when a conversion fails (the general path then converts
+        record by record, with error handling).
+        """
+        topic = batch.topic
+        try:
+            if self.converters.key.from_connect_data(topic, None, None, None) is not None:
+                return False
+            values = self.converters.value.from_connect_batch(topic, batch.value_schema, batch.values)
+        except Exception:  # noqa: BLE001 - the general path converts again, with error handling
+            return False
+        if topic not in self._known_topics:
+            self._ensure_topic(topic)
+        stamp = batch.timestamp
+        self.producer.send_batch(topic, None, values, None, [stamp] * len(values) if stamp is not None else None)
+        last = batch.last_offset
+        if last is not None:
+            self._mark_offset(batch.source_partition, last)
+        self.records_sent += len(values)
+        return True
+
+    def _send_uniform(self, records: Sequence[SourceRecord]) -> bool:
+        """The common batch (one topic and value schema, no keys, headers or partitions) in a few bulk steps.
 
         Returns False, having done nothing, when the batch needs the general per-record path
         (including any conversion failure, which the general path then handles record by record).
         """
         first = records[0]
-        topic, partition = first.topic, first.source_partition
+        topic, partition, schema = first.topic, first.source_partition, first.value_schema
         for r in records:
             if (r.topic != topic or r.key is not None or r.key_schema is not None or r.kafka_partition is not None
-                    or r._headers or r.source_partition is not partition):
+                    or r._headers or r.source_partition is not partition or r.value_schema is not schema):
                 return False
         try:
             if self.converters.key.from_connect_data(topic, None, None, None) is not None:
                 return False
-            value_conv = self.converters.value.from_connect_data
-            values = [value_conv(topic, r.value_schema, r.value, None) for r in records]
+            values = self.converters.value.from_connect_batch(topic, schema, [r.value for r in records])
         except Exception:  # noqa: BLE001 - the general path converts again, with error handling
             return False
         if topic not in self._known_topics:
@@ -173,7 +199,7 @@ class WorkerSourceTask(WorkerTask):
         self.records_sent += len(records)
         return True
 
-    def _send_each(self, records: list[SourceRecord]) -> None:
+    def _send_each(self, records: Sequence[SourceRecord]) -> None:
         chain = self.chain
         key_conv = self.converters.key.from_connect_data
         value_conv = self.converters.value.from_connect_data
@@ -253,13 +279,15 @@ class WorkerSourceTask(WorkerTask):
         return type(conv).__qualname__ if conv is not None else type(self.task).__qualname__
 
     def _mark_processed(self, record: SourceRecord) -> None:
-        partition = record.source_partition
-        if partition is None or record.source_offset is None:
+        self._mark_offset(record.source_partition, record.source_offset)
+
+    def _mark_offset(self, partition: Mapping[str, Any] | None, offset: Mapping[str, Any] | None) -> None:
+        if partition is None or offset is None:
             return
         if partition is not self._last_partition:
             self._last_partition = partition
             self._last_key = offset_key(self.id.connector, partition)
-        self._pending[self._last_key] = (partition, record.source_offset)
+        self._pending[self._last_key] = (partition, offset)
 
     def _on_delivery(self, err: LogError | None, _metadata: object) -> None:
         if err is not None and self._send_error is None:

@@ -383,4 +383,10 @@ class StandaloneHerder(AbstractHerder):
         name = config.get("name", "").strip()
         if not name:
             raise ConfigException("name", None, 'Missing required configuration "name" which has no default value.')
+        with self._lock:
+            if self.store.snapshot.connectors.get(name) == dict(config):
+                # restored from the config topic just before, as it is in the file: restarting it would only
+                # cost its tasks a stop and start (long for a Spark query)
+                log.info("[%s] Connector config from the file is unchanged; keeping the running connector", name)
+                return self._info(name)
         return self.put_connector_config(name, config, allow_replace=True)[1]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connect.api import (
@@ -50,6 +50,17 @@ class ByteArrayConverter(Converter, HeaderConverter):
         self, topic: str, value: bytes | None, headers: ConnectHeaders | None = None
     ) -> SchemaAndValue:
         return SchemaAndValue(Schema.OPTIONAL_BYTES_SCHEMA, value)
+
+    def from_connect_batch(self, topic: str, schema: Schema | None, values: Sequence[Any]) -> list[bytes | None]:
+        if schema is not None and schema.type is not Type.BYTES:
+            raise DataException(f"Invalid schema type for ByteArrayConverter: {schema.type.name}")
+        out = list(values)
+        if all(type(v) is bytes or v is None for v in out):
+            return out
+        return [self.from_connect_data(topic, schema, v) for v in out]
+
+    def to_connect_batch(self, topic: str, values: Sequence[bytes | None]) -> tuple[list[Schema | None], list[Any]]:
+        return [Schema.OPTIONAL_BYTES_SCHEMA] * len(values), list(values)
 
     def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: Any) -> bytes | None:
         return self.from_connect_data(topic, schema, value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import codecs
 import decimal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from connect.api import (
@@ -173,6 +173,28 @@ class StringConverter(Converter, HeaderConverter):
         if value is None:
             return SchemaAndValue(Schema.OPTIONAL_STRING_SCHEMA, None)
         return SchemaAndValue(Schema.OPTIONAL_STRING_SCHEMA, self._decode(bytes(value)))
+
+    def from_connect_batch(self, topic: str, schema: Schema | None, values: Sequence[Any]) -> list[bytes | None]:
+        if self._encode is _utf8_encode:
+            try:
+                return list(map(str.encode, values))  # all text, the usual case: one pass in C
+            except (TypeError, UnicodeEncodeError):
+                pass  # a None, a non-text value or a lone surrogate: the careful way below
+        encode = self._encode
+        return [None if v is None else encode(v if type(v) is str else _java_text(v)) for v in values]
+
+    def to_connect_batch(self, topic: str, values: Sequence[bytes | None]) -> tuple[list[Schema | None], list[Any]]:
+        n = len(values)
+        schemas: list[Schema | None] = [Schema.OPTIONAL_STRING_SCHEMA] * n
+        if values.count(None) == n:  # keys, most often: all absent
+            return schemas, [None] * n
+        if self._decode is _utf8_decode:
+            try:
+                return schemas, list(map(bytes.decode, values))  # all valid UTF-8 bytes: one pass in C
+            except (TypeError, UnicodeDecodeError):
+                pass  # a None, another bytes-like type or bad UTF-8: the careful way below
+        decode = self._decode
+        return schemas, [None if v is None else decode(bytes(v)) for v in values]
 
     def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: Any) -> bytes | None:
         return self.from_connect_data(topic, schema, value)

@@ -24,6 +24,7 @@ from connect.api import (
     Importance,
     SinkConnector,
     SinkRecord,
+    SinkRecordBatch,
     SinkTask,
     Task,
     TopicPartition,
@@ -119,7 +120,9 @@ class FileStreamSinkTask(SinkTask):
         log.info("FileStreamSinkTask appending to %s", self._filename)
 
     def put(self, records: Sequence[SinkRecord]) -> None:
-        lines = [_line(r.value) if type(r.value) is not str else r.value for r in records if r.value is not None]
+        # a SinkRecordBatch gives its values without making a record per value
+        values = records.values if isinstance(records, SinkRecordBatch) else [r.value for r in records]
+        lines = [v if type(v) is str else _line(v) for v in values if v is not None]
         if not lines:
             return
         lines.append("")  # so the joined text ends with a newline

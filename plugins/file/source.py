@@ -29,7 +29,8 @@ import select
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from itertools import accumulate
 from typing import Any
 
 from connect.api import (
@@ -43,6 +44,7 @@ from connect.api import (
     Schema,
     SourceConnector,
     SourceRecord,
+    SourceRecordBatch,
     SourceTask,
     Task,
 )
@@ -93,6 +95,30 @@ def _version() -> str:
     from plugins.file import __version__
 
     return __version__
+
+
+class _Positions(Sequence[dict[str, int]]):
+    """The offsets of a batch of lines, ``{"position": <byte after the line>}``, made only when read.
+
+    The runtime usually reads just the last one, so a batch of lines costs no dict per line.
+    """
+
+    __slots__ = ("_start", "_ends")
+
+    def __init__(self, start: int, lines: list[bytes]) -> None:
+        self._start = start
+        self._ends = list(accumulate(map(len, lines)))  # bytes up to the end of each line, newlines left out
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._ends)))]
+        if index < 0:
+            index += len(self._ends)
+        # each line before and including this one also had its newline
+        return {POSITION_FIELD: self._start + self._ends[index] + index + 1}
 
 
 class FileStreamSourceConnector(SourceConnector):
@@ -190,7 +216,7 @@ class FileStreamSourceTask(SourceTask):
         with self._lock:
             self._close()
 
-    def poll(self) -> list[SourceRecord] | None:
+    def poll(self) -> Sequence[SourceRecord] | None:
         """The next complete lines; after up to a second without any, None. Returns at once on stop()."""
         deadline: float | None = None
         while not self._stopping.is_set():
@@ -210,7 +236,7 @@ class FileStreamSourceTask(SourceTask):
 
     # --- reading -------------------------------------------------------------------------------
 
-    def _read_records(self) -> list[SourceRecord] | None:
+    def _read_records(self) -> Sequence[SourceRecord] | None:
         if self._stdin_fd is not None:
             chunk, at_end = self._read_stdin()
         else:
@@ -247,7 +273,7 @@ class FileStreamSourceTask(SourceTask):
                 break
         return b"".join(pieces), at_end
 
-    def _take_lines(self) -> list[SourceRecord] | None:
+    def _take_lines(self) -> SourceRecordBatch | None:
         pending = self._pending
         if b"\n" not in pending:
             return None
@@ -255,7 +281,7 @@ class FileStreamSourceTask(SourceTask):
         self._pending = parts.pop()  # an unterminated line, or the lines beyond this batch
         return self._records(parts)
 
-    def _records(self, lines: list[bytes]) -> list[SourceRecord]:
+    def _records(self, lines: list[bytes]) -> SourceRecordBatch:
         block = b"\n".join(lines)
         try:
             text = block.decode("utf-8")
@@ -272,30 +298,23 @@ class FileStreamSourceTask(SourceTask):
         texts = text.split("\n")
         if "\r" in text:
             texts = [t[:-1] if t.endswith("\r") else t for t in texts]
-        partition, topic, schema = self._partition, self._topic, Schema.STRING_SCHEMA
-        timestamp = int(time.time() * 1000)
-        if partition is None:
-            self._position += len(block) + 1
-            return [SourceRecord(None, None, topic, None, None, None, schema, t, timestamp) for t in texts]
-        position = self._position
-        records = []
-        append = records.append
-        for raw, line in zip(lines, texts, strict=True):
-            position += len(raw) + 1
-            append(SourceRecord(partition, {POSITION_FIELD: position}, topic, None, None, None, schema, line, timestamp))
-        self._position = position
-        return records
+        start = self._position
+        self._position += len(block) + 1
+        positions = _Positions(start, lines) if self._partition is not None else None
+        return SourceRecordBatch(self._topic, texts, value_schema=Schema.STRING_SCHEMA,
+                                 source_partition=self._partition, source_offsets=positions,
+                                 timestamp=int(time.time() * 1000))
 
     def _tail_record(self) -> list[SourceRecord] | None:
         """The unterminated last line, once nothing can follow it."""
         tail, self._pending = self._pending, b""
         if not tail:
             return None
-        records = self._records([tail])
+        record = self._records([tail])[0]
         self._position -= 1  # no newline was consumed after it
         if self._partition is not None:
-            records[0].source_offset = {POSITION_FIELD: self._position}
-        return records
+            record.source_offset = {POSITION_FIELD: self._position}
+        return [record]
 
     # --- files -------------------------------------------------------------------------------------
 
@@ -346,7 +365,7 @@ class FileStreamSourceTask(SourceTask):
             raise ConnectException(f"Offset position is the incorrect type: {type(position).__qualname__}")
         return max(position, 0)
 
-    def _check_file_changed(self) -> list[SourceRecord] | None:
+    def _check_file_changed(self) -> Sequence[SourceRecord] | None:
         """At the end of the open file: has the path been truncated or moved to another file?"""
         assert self._filename is not None and self._file is not None
         try:
@@ -383,7 +402,7 @@ class FileStreamSourceTask(SourceTask):
             self._pending += chunk
         lines = self._pending.split(b"\n")
         self._pending = lines.pop()
-        records = self._records(lines) if lines else []
+        records = list(self._records(lines)) if lines else []
         return records + (self._tail_record() or [])
 
     def _open_new_from_start(self) -> None:

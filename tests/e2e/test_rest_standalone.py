@@ -15,6 +15,7 @@ from tests.support import (
     rest_ready,
     wait_until,
     worker_properties,
+    write_properties,
 )
 
 pytestmark = pytest.mark.timeout(240)
@@ -208,6 +209,38 @@ def test_restart_keeps_rest_created_connectors_state_and_offsets(tmp_path):
             assert sink_file.read_text().splitlines() == [f"x{i}" for i in range(200)] + ["y0"]
     finally:
         w.stop()
+
+
+def test_a_connector_file_unchanged_since_the_last_run_is_not_restarted(tmp_path):
+    src_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
+    src_file.write_text("".join(f"x{i}\n" for i in range(50)))
+    sink = write_properties(tmp_path / "sink.properties", {"name": "snk", "connector.class": "FileStreamSink",
+                                                            "file": sink_file, "topics": "t1"})
+    source = write_properties(tmp_path / "source.properties", {"name": "src", "connector.class": "FileStreamSource",
+                                                                "file": src_file, "topic": "t1"})
+    port = free_port()
+    cfg = worker_properties(tmp_path, port)
+    first = connect_standalone(tmp_path, cfg, source, sink)
+    try:
+        wait_until(lambda: line_count(sink_file) >= 50, 30, what="the first 50 lines")
+    finally:
+        assert first.terminate() == 0, first.log()
+    write_properties(source, {"name": "src", "connector.class": "FileStreamSource", "file": src_file,
+                              "topic": "t1", "batch.size": 100})  # changed: replaced as before
+    log_before = len(first.log())
+    second = connect_standalone(tmp_path, cfg, source, sink)
+    try:
+        wait_until(lambda: rest_ready(port), 60, what="REST /health")
+        with src_file.open("a") as fh:
+            fh.write("y0\n")
+        wait_until(lambda: line_count(sink_file) >= 51, 30, what="the appended line")
+        log = second.log()[log_before:]
+    finally:
+        assert second.terminate() == 0, second.log()
+    assert "[snk] Connector config from the file is unchanged; keeping the running connector" in log
+    assert "[src] Connector config updated" in log
+    assert "[snk] Connector config updated" not in log
+    assert sink_file.read_text().splitlines() == [f"x{i}" for i in range(50)] + ["y0"]
 
 
 def test_bad_requests_get_clear_4xx(worker, tmp_path):

@@ -22,6 +22,7 @@ from plugins.converters import (
     DoubleConverter,
     FloatConverter,
     IntegerConverter,
+    JsonConverter,
     LongConverter,
     ShortConverter,
     SimpleHeaderConverter,
@@ -154,3 +155,41 @@ def test_simple_header_converter_round_trips() -> None:
     assert conv.to_connect_header(TOPIC, "h", b"null") == SchemaAndValue(None, None)
     assert conv.to_connect_header(TOPIC, "h", b"") == SchemaAndValue(Schema.STRING_SCHEMA, "")
     assert conv.version() == "0.1.0"
+
+
+# --- bulk conversion: the same result as one record at a time ------------------------------------------------
+@pytest.mark.parametrize("encoding", ["UTF-8", "UTF-16"])
+def test_string_converter_batches_match_single_conversions(encoding: str) -> None:
+    conv = StringConverter()
+    conv.configure({"converter.encoding": encoding}, False)
+    texts = ["plain", None, "ü-€", 7, True, "lone \udc80 surrogate", ""]
+    assert conv.from_connect_batch("t", None, texts) == [conv.from_connect_data("t", None, v) for v in texts]
+    assert conv.from_connect_batch("t", None, ["a", "b"]) == [conv.from_connect_data("t", None, v) for v in "ab"]
+    raw = [b"plain", None, "ü".encode(), b"\xff\xfe bad", b""]
+    schemas, values = conv.to_connect_batch("t", raw)
+    singles = [conv.to_connect_data("t", v) for v in raw]
+    assert schemas == [s.schema for s in singles]
+    assert values == [s.value for s in singles]
+    assert conv.to_connect_batch("t", [None, None]) == ([Schema.OPTIONAL_STRING_SCHEMA] * 2, [None, None])
+
+
+def test_bytearray_converter_batches_match_single_conversions() -> None:
+    conv = ByteArrayConverter()
+    conv.configure({}, False)
+    data = [b"x", None, bytearray(b"y"), memoryview(b"z")]
+    assert conv.from_connect_batch("t", None, data) == [b"x", None, b"y", b"z"]
+    assert conv.to_connect_batch("t", [b"x", None]) == ([Schema.OPTIONAL_BYTES_SCHEMA] * 2, [b"x", None])
+    with pytest.raises(DataException):
+        conv.from_connect_batch("t", Schema.STRING_SCHEMA, [b"x"])
+    with pytest.raises(DataException):
+        conv.from_connect_batch("t", None, ["text"])
+
+
+def test_default_batch_methods_convert_one_by_one() -> None:
+    conv = JsonConverter()
+    conv.configure({"schemas.enable": "false"}, False)
+    assert conv.from_connect_batch("t", None, [{"a": 1}, None]) == [conv.from_connect_data("t", None, {"a": 1}), None]
+    schemas, values = conv.to_connect_batch("t", [b'{"a":1}', None])
+    assert values == [{"a": 1}, None] and schemas == [None, None]
+    with pytest.raises(DataException):
+        conv.to_connect_batch("t", [b"{not json"])

@@ -21,8 +21,11 @@ from connect.api import (
     OffsetStorageReader,
     Schema,
     SinkRecord,
+    SinkRecordBatch,
     SourceRecord,
+    SourceRecordBatch,
     SourceTaskContext,
+    TimestampType,
     TopicPartition,
 )
 from plugins.file import (
@@ -100,6 +103,18 @@ def test_lines_records_and_offsets(tmp_path: Path) -> None:
     assert record.key is None and record.key_schema is None and record.kafka_partition is None
     assert record.value_schema == Schema.STRING_SCHEMA
     assert isinstance(record.timestamp, int) and abs(record.timestamp - time.time() * 1000) < 60_000
+    task.stop()
+
+
+def test_poll_returns_a_column_batch_with_byte_positions(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_bytes("añb\n€\r\n\nz\n".encode())
+    task = start_source(path)
+    batch = task.poll()
+    assert isinstance(batch, SourceRecordBatch)  # the runtime sends its values in bulk
+    assert batch.values == ["añb", "€", "", "z"]
+    assert batch.last_offset == {"position": len("añb\n€\r\n\nz\n".encode())}
+    assert positions(batch) == [5, 10, 11, 13]
     task.stop()
 
 
@@ -291,6 +306,20 @@ def test_sink_appends_lines_and_skips_nulls(tmp_path: Path, monkeypatch: pytest.
     task.put([sink_record("b", 5)])
     task.stop()
     assert path.read_bytes().endswith(b"\nb\n")
+
+
+def test_sink_writes_a_column_batch_without_reading_records(tmp_path: Path) -> None:
+    path = tmp_path / "out.txt"
+    task = FileStreamSinkTask()
+    task.start({"file": str(path), "topics": "t"})
+    batch = SinkRecordBatch()
+    string = Schema.OPTIONAL_STRING_SCHEMA
+    batch.add("t", 0, [0, 1, 2], [1, 1, 1], TimestampType.CREATE_TIME, [None] * 3, [None] * 3, [string] * 3,
+              ["a", None, "ü"])
+    task.put(batch)
+    task.stop()
+    assert path.read_bytes() == "a\nü\n".encode()
+    assert batch._records is None  # the values were enough
 
 
 def test_sink_creates_file_and_syncs_its_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,6 +18,7 @@ import logging
 import re
 import uuid
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 import confluent_kafka
@@ -28,6 +29,7 @@ from confluent_kafka import (
     TIMESTAMP_LOG_APPEND_TIME,
     KafkaError,
     KafkaException,
+    Message,
 )
 from confluent_kafka import TopicPartition as KTP
 
@@ -39,6 +41,8 @@ from connect.log.kafka.health import ClusterHealth
 __all__ = ["KafkaConsumer", "librdkafka_pattern"]
 
 log = logging.getLogger("connect.log.kafka")
+
+_second = itemgetter(1)  # the value of a (timestamp type, timestamp) pair
 
 _IGNORED = frozenset({KafkaError._PARTITION_EOF})
 # Kafka reports these for a subscription to a topic that does not exist
@@ -293,21 +297,24 @@ class KafkaConsumer(Consumer):
         if first.error() is not None:
             return None
         topic, part = first.topic(), first.partition()
-        if [m for m in msgs if m.error() is not None or m.partition() != part or m.topic() != topic]:
+        n = len(msgs)
+        # map() over the C methods keeps each column one pass in C, with no Python frame per record
+        if (list(map(Message.error, msgs)).count(None) != n or list(map(Message.partition, msgs)).count(part) != n
+                or list(map(Message.topic, msgs)).count(topic) != n):
             return None
         headers: list[Headers] | None = None
-        raw_headers = [m.headers() for m in msgs]
-        if raw_headers.count(None) != len(raw_headers):
+        raw_headers = list(map(Message.headers, msgs))
+        if raw_headers.count(None) != n:
             headers = [tuple(h) if h is not None else () for h in raw_headers]
         if self._pending:
             self._pending.pop(TopicPartition(topic, part), None)
         return FetchedBatch(
             topic,
             part,
-            [m.offset() for m in msgs],
-            [m.timestamp()[1] for m in msgs],
-            [m.key() for m in msgs],
-            [m.value() for m in msgs],
+            list(map(Message.offset, msgs)),
+            list(map(_second, map(Message.timestamp, msgs))),
+            list(map(Message.key, msgs)),
+            list(map(Message.value, msgs)),
             headers,
             1 if first.timestamp()[0] == TIMESTAMP_LOG_APPEND_TIME else 0,
         )
