@@ -1,4 +1,4 @@
-"""Real services (Kafka, HDFS, OpenSearch, and later Redis) on loopback for tests and local runs.
+"""Real services (Kafka, HDFS, OpenSearch, Elasticsearch, and later Redis) on loopback for tests and local runs.
 
 ``get_service("kafka")`` returns the class; ``python -m services`` is the
 command-line front end.
@@ -18,6 +18,7 @@ SERVICES: dict[str, str] = {
     "kafka": "services.kafka:KafkaService",
     "hdfs": "services.hdfs:HdfsService",
     "opensearch": "services.opensearch:OpenSearchService",
+    "elasticsearch": "services.elasticsearch:ElasticsearchService",
     # jars only (Spark's Kafka connector and Avro module): 'fetch' works, 'start' says there is nothing to start
     "spark-kafka": "services.spark_kafka:SparkKafkaJars",
 }

@@ -365,9 +365,9 @@ class HdfsSparkSinkTask(SparkSinkTask):
         if self.unwrap:
             value = F.get_json_object(value, "$.payload")
         base = df.where(F.col("value").isNotNull()).select(
-            "topic", "partition", "offset", "timestamp", "key", "headers", value.alias("_value"))
+            "topic", "partition", "offset", "timestamp", "key", "headers", "value", value.alias("_value"))
         if self.format != "text":
-            base = self._dead_letter_invalid_json(base)
+            base = self._check_json(base)
         keys = ["topic", "partition", *self._partition_columns()]
         shaped = base.select("topic", "partition", "offset", *self._partition_exprs(spark), "_value")
         cached = None
@@ -446,22 +446,30 @@ class HdfsSparkSinkTask(SparkSinkTask):
             return None
         return value if isinstance(value, dict) else None
 
-    def _dead_letter_invalid_json(self, base: Any) -> Any:
-        """With errors.tolerance=all, values that are not JSON go to the dead-letter topic instead of the files."""
+    def _check_json(self, base: Any) -> Any:
+        """Values that are not JSON: with errors.tolerance=all they go to the dead-letter topic instead of the
+        files; otherwise the batch fails, naming the first such record it meets."""
         from pyspark.sql import functions as F
 
-        if not self.tolerate:
-            return base
         valid = F.get_json_object("_value", "$").isNotNull()
-        bad = base.where(~valid).select("topic", "partition", "offset", "key", "_value", "headers").collect()
+        if not self.tolerate:
+            # Why: format=json writes the values as they are, so without this check a value that is not JSON
+            # landed in the .json files unnoticed, though errors.tolerance=none must stop at it; the error names
+            # the record. It is checked as the batch is written, with no extra pass over the batch.
+            reason = F.format_string("%s-%d@%d: the value is not JSON; format=%s needs JSON values", "topic",
+                                     "partition", "offset", F.lit(self.format))
+            return base.withColumn("_value", F.when(valid, F.col("_value")).otherwise(F.raise_error(reason)))
+        bad = base.where(~valid).select("topic", "partition", "offset", "key", "value", "headers").collect()
         if bad:
             dlq = self.context.dead_letter_queue()
             for row in bad:
                 log.warning("%s: skipping %s-%d@%d: the value is not JSON", self.name, row["topic"],
                             row["partition"], row["offset"])
                 if dlq is not None:
-                    dlq.report(row["topic"], row["partition"], row["offset"], row["key"],
-                               (row["_value"] or "").encode("utf-8"),
+                    # Why the raw "value" column and not "_value": that one is the value cast to a string, where
+                    # bytes that are not UTF-8 became U+FFFD (and with schemas.enable, only the payload): the
+                    # dead-letter topic must get the record's original bytes.
+                    dlq.report(row["topic"], row["partition"], row["offset"], row["key"], row["value"],
                                [(h["key"], h["value"]) for h in row["headers"] or ()],
                                "The value is not JSON; format=" + self.format + " needs JSON values")
             if dlq is not None:

@@ -2,8 +2,11 @@
 
 The engine is told from the cluster's root response (``GET /``): OpenSearch
 says ``"distribution": "opensearch"``; anything else answering like
-Elasticsearch is Elasticsearch. Writes go through the engine's official
-client (``opensearch-py`` or ``elasticsearch``), from Spark's executors: each
+Elasticsearch is Elasticsearch, which must be 7.14 or newer: the
+``elasticsearch`` client (8.x/9.x) needs the ``X-Elastic-Product`` header
+those send (7.17 is tested; it takes the client's ``compatible-with=8``/``9``
+media types as they are). Writes go through the engine's official client
+(``opensearch-py`` or ``elasticsearch``), from Spark's executors: each
 partition of a micro-batch sends bulk requests of at most ``batch.size``
 actions.
 
@@ -61,7 +64,7 @@ from connect.api import (
 from spark_sinks.config import is_truthy, java_to_spark_pattern, spark_sink_def
 from spark_sinks.task import VERSION, SparkSinkTask
 
-__all__ = ["ElasticsearchSparkSink", "ElasticsearchSparkSinkTask", "detect_engine", "engine_of"]
+__all__ = ["ElasticsearchSparkSink", "ElasticsearchSparkSinkTask", "detect_engine", "engine_of", "probe_cluster"]
 
 log = logging.getLogger(__name__)
 
@@ -156,8 +159,15 @@ def engine_of(root: Any, product_header: str | None = None) -> str | None:
     return None
 
 
-def detect_engine(urls: list[str], auth: tuple[str, str] | None = None, timeout: float = 10.0) -> str:
-    """``opensearch`` or ``elasticsearch``, from the first URL whose root answers; ConnectException if none."""
+def probe_cluster(urls: list[str], auth: tuple[str, str] | None = None, timeout: float = 10.0) -> tuple[str, str]:
+    """``(engine, version number)`` from the first URL whose root answers usably; ConnectException if none.
+
+    An Elasticsearch that does not send ``X-Elastic-Product`` (those before
+    7.14) is not usable: the ``elasticsearch`` client 8.x/9.x refuses every
+    response without it, which would otherwise only show as a failure deep in
+    Spark's executors. 7.14+ accepts that client's ``compatible-with=8``/``9``
+    media types, so it needs no special headers.
+    """
     errors = []
     for url in urls:
         try:
@@ -173,11 +183,22 @@ def detect_engine(urls: list[str], auth: tuple[str, str] | None = None, timeout:
         except ValueError:
             errors.append(f"{url}: the root response is not JSON")
             continue
-        engine = engine_of(body, r.headers.get("x-elastic-product"))
-        if engine is not None:
-            return engine
-        errors.append(f"{url}: neither Elasticsearch nor OpenSearch answered")
+        product = r.headers.get("x-elastic-product")
+        engine = engine_of(body, product)
+        version = str((body.get("version") or {}).get("number", "")) if isinstance(body, dict) else ""
+        if engine is None:
+            errors.append(f"{url}: neither Elasticsearch nor OpenSearch answered")
+        elif engine == "elasticsearch" and product != "Elasticsearch":
+            errors.append(f"{url}: Elasticsearch {version or '?'} does not send X-Elastic-Product, which the "
+                          "elasticsearch client requires; use Elasticsearch 7.14 or newer")
+        else:
+            return engine, version
     raise ConnectException("Elasticsearch/OpenSearch is not reachable: " + "; ".join(errors))
+
+
+def detect_engine(urls: list[str], auth: tuple[str, str] | None = None, timeout: float = 10.0) -> str:
+    """``opensearch`` or ``elasticsearch``, from the first URL whose root answers; ConnectException if none."""
+    return probe_cluster(urls, auth, timeout)[0]
 
 
 class ElasticsearchSparkSink(SinkConnector):
@@ -249,10 +270,11 @@ class ElasticsearchSparkSinkTask(SparkSinkTask):
         return f"{self.context.state_dir()}/checkpoint"
 
     def prepare(self, spark: Any) -> None:
-        detected = detect_engine(self.urls, self.settings["auth"])
+        detected, version = probe_cluster(self.urls, self.settings["auth"])
         if self.settings["engine"] == "auto":
             self.settings["engine"] = detected
-        log.info("%s: writing to %s at %s", self.name, self.settings["engine"], ", ".join(self.urls))
+        log.info("%s: writing to %s at %s (%s %s)", self.name, self.settings["engine"], ", ".join(self.urls),
+                 detected, version)
 
     def _index_column(self) -> Any:
         from pyspark.sql import functions as F

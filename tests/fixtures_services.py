@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from services.elasticsearch import ElasticsearchService
 from services.hdfs import HdfsService
 from services.kafka import KafkaService
 from services.opensearch import OpenSearchService
@@ -49,6 +50,17 @@ def hdfs() -> Iterator[HdfsService]:
 def opensearch() -> Iterator[OpenSearchService]:
     """One OpenSearch node for the whole session; tests use indexes of their own."""
     svc = OpenSearchService()
+    svc.start()
+    try:
+        yield svc
+    finally:
+        svc.cleanup()
+
+
+@pytest.fixture(scope="session")
+def elasticsearch() -> Iterator[ElasticsearchService]:
+    """One Elasticsearch 7.17 node for the whole session; tests use indexes of their own."""
+    svc = ElasticsearchService()
     svc.start()
     try:
         yield svc

@@ -47,6 +47,22 @@ def produce_json(log_dir: Path | str, topic: str, count: int, partitions: int = 
         backend.close()
 
 
+def produce_records(log_dir: Path | str, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
+    """(key, value) records, in order, into partition 0 of a one-partition topic; a None value is a tombstone."""
+    from connect.log.api import NewTopic
+    from connect.log.embedded.backend import EmbeddedBackend
+
+    backend = EmbeddedBackend(str(log_dir))
+    try:
+        backend.admin().create_topic(NewTopic(topic, 1, 1), exist_ok=True)
+        producer = backend.producer()
+        producer.send_batch(topic, 0, [v for _, v in records], keys=[k for k, _ in records])
+        assert producer.flush(10) == 0
+        producer.close()
+    finally:
+        backend.close()
+
+
 def read_topic(log_dir: Path | str, topic: str) -> list[Any]:
     """Every record of a topic of the embedded log (all partitions)."""
     from connect.api.topic_partition import TopicPartition

@@ -17,11 +17,14 @@ from tests.spark.support import (
     hdfs_files,
     hdfs_records,
     produce_json,
+    read_topic,
     spark_props,
     wait_until,
 )
 
 pytestmark = pytest.mark.timeout(420)
+
+ERR = "__connect.errors."
 
 
 def test_100k_json_records_land_in_hdfs_partitioned_by_hour(tmp_path, hdfs, spark):
@@ -133,3 +136,80 @@ def test_formats_field_partitions_and_lost_checkpoint(tmp_path, hdfs, spark):
     ids = collections.Counter(r["id"] for r in hdfs_records(hdfs.client(), f"{root}/json/{topic}"))
     assert len(ids) == 4000 and set(ids.values()) == {1}
     shutil.rmtree(tmp_path / "s3", ignore_errors=True)
+
+
+
+def _produce_raw(log_dir, topic: str, records: dict[tuple[int, int], tuple[bytes, bytes, tuple]]) -> None:
+    """{(partition, offset): (key, value, headers)}, appended in order to an existing topic of the embedded log."""
+    from connect.log.embedded.backend import EmbeddedBackend
+
+    backend = EmbeddedBackend(str(log_dir))
+    try:
+        producer = backend.producer()
+        for (partition, _), (key, value, headers) in sorted(records.items()):
+            producer.send(topic, value, key=key, partition=partition, headers=headers)
+        assert producer.flush(10) == 0
+        producer.close()
+    finally:
+        backend.close()
+
+
+def _error_headers(record) -> dict[str, str]:
+    return {k.removeprefix(ERR): (v or b"").decode() for k, v in record.headers if k.startswith(ERR)}
+
+
+def test_values_that_are_not_json_go_to_the_dead_letter_topic_or_fail_the_task(tmp_path, hdfs):
+    """errors.tolerance=all: 5 values that are not JSON go, byte for byte with their key and headers, to the
+    dead-letter topic with the context headers, and HDFS holds the 1,000 others once each. errors.tolerance=none
+    (a second connector on the same topic, same worker): its task is FAILED naming a bad record, nothing committed."""
+    log_dir, topic, dlq_topic, root = tmp_path / "data", "clicks", "clicks-dlq", f"/dlq-{uuid.uuid4().hex[:8]}"
+    origin = ("origin", b"legacy-app")
+    bad = {  # (partition, offset): (key, value, headers): text, cut off, not even UTF-8, empty, XML
+        (0, 250): (b"bad-0", b"not json", (origin,)),
+        (0, 251): (b"bad-1", b'{"id": 1000, "n"', ()),
+        (1, 250): (b"bad-2", b"\xff\xfe\x00\x81 binary", (origin, ("attempt", b"\x00\xff"))),
+        (1, 251): (b"bad-3", b"", ()),
+        (1, 252): (b"bad-4", b"<click id='7'/>", ()),
+    }
+    # 250 good records in each of the 2 partitions, then the bad ones, then 250 more good ones in each
+    produce_json(log_dir, topic, 500, partitions=2)
+    _produce_raw(log_dir, topic, bad)
+    produce_json(log_dir, topic, 500, partitions=2, start=500)
+
+    common = {"connector__class": "HdfsSparkSink", "topics": topic, "hdfs__url": hdfs.url, "format": "json",
+              **spark_props()}
+    tolerant = connector_file(tmp_path, "hdfs-dlq", topics__dir=f"{root}/topics", logs__dir=f"{root}/logs",
+                              errors__tolerance="all", errors__deadletterqueue__topic__name=dlq_topic,
+                              errors__deadletterqueue__topic__replication__factor=1,
+                              errors__deadletterqueue__context__headers__enable="true", **common)
+    strict = connector_file(tmp_path, "hdfs-strict", topics__dir=f"{root}/strict", logs__dir=f"{root}/strict-logs",
+                            **common)
+    worker = Worker(tmp_path, tolerant, strict).start()
+    try:
+        metrics = worker.wait_landed("hdfs-dlq", 1005)
+        failed = wait_until(lambda: (t := worker.status("hdfs-strict")["tasks"]) and t[0]["state"] == "FAILED"
+                            and t[0], 120, what="the hdfs-strict task FAILED")
+    finally:
+        worker.stop()
+
+    ids = collections.Counter(r["id"] for r in hdfs_records(hdfs.client(), f"{root}/topics/{topic}"))
+    assert len(ids) == 1000 and set(ids.values()) == {1} and min(ids) == 0 and max(ids) == 999
+
+    dead = read_topic(log_dir, dlq_topic)
+    where = [(int(ctx["partition"]), int(ctx["offset"])) for ctx in map(_error_headers, dead)]
+    assert sorted(where) == sorted(bad)
+    for record, at in zip(dead, where, strict=True):
+        key, value, headers = bad[at]
+        assert (record.key, record.value) == (key, value)
+        assert tuple(h for h in record.headers if not h[0].startswith(ERR)) == headers  # as they were, in order
+        ctx = _error_headers(record)
+        assert ctx["topic"] == topic and ctx["connector.name"] == "hdfs-dlq" and ctx["task.id"] == "0"
+        assert ctx["class.name"] == "HdfsSparkSinkTask"
+        assert ctx["exception.message"] == "The value is not JSON; format=json needs JSON values"
+    assert metrics["records_dead_lettered"] == 5
+    assert metrics["records_failed"] == metrics["records_skipped"] == metrics["dlq_produce_requests"] == 5
+    assert metrics["dlq_produce_failures"] == 0
+
+    # errors.tolerance=none: the trace names a bad record and why; nothing of that batch was committed
+    assert re.search(rf"{topic}-[01]@25[012]: the value is not JSON", failed["trace"]), failed["trace"][-3000:]
+    assert hdfs_files(hdfs.client(), f"{root}/strict/{topic}") == []

@@ -8,24 +8,9 @@ import uuid
 
 import pytest
 
-from tests.spark.support import Worker, read_topic, spark_props, wait_until
+from tests.spark.support import Worker, produce_records, read_topic, spark_props, wait_until
 
 pytestmark = pytest.mark.timeout(420)
-
-
-def _produce(log_dir, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
-    from connect.log.api import NewTopic
-    from connect.log.embedded.backend import EmbeddedBackend
-
-    backend = EmbeddedBackend(str(log_dir))
-    try:
-        backend.admin().create_topic(NewTopic(topic, 1, 1), exist_ok=True)
-        producer = backend.producer()
-        producer.send_batch(topic, 0, [v for _, v in records], keys=[k for k, _ in records])
-        assert producer.flush(10) == 0
-        producer.close()
-    finally:
-        backend.close()
 
 
 def _count(client, index: str) -> int:
@@ -46,10 +31,10 @@ def test_upsert_tombstones_and_malformed_documents(tmp_path, opensearch):
     # three versions of 100 keys, the latest last; then tombstones for ten of them
     rounds = [(f"k{i}".encode(), json.dumps({"key": f"k{i}", "v": r, f"field{r}": True}).encode())
               for r in range(3) for i in range(100)]
-    _produce(log_dir, accounts, rounds)
+    produce_records(log_dir, accounts, rounds)
     good = [(None, json.dumps({"n": i}).encode()) for i in range(60)]
     bad_value = b'{"n": "not-a-number"}'
-    _produce(log_dir, metrics, good[:30] + [(b"bad", bad_value)] + good[30:])
+    produce_records(log_dir, metrics, good[:30] + [(b"bad", bad_value)] + good[30:])
 
     worker = Worker(tmp_path).start()
     try:
@@ -88,7 +73,7 @@ def test_upsert_tombstones_and_malformed_documents(tmp_path, opensearch):
             assert c.put("/connectors/es-upsert/pause").status_code == 202
             wait_until(lambda: worker.metrics("es-upsert").get("query") == "PAUSED", 60, what="query paused")
             assert worker.status("es-upsert")["tasks"][0]["state"] == "PAUSED"
-            _produce(log_dir, accounts, [(f"k{i}".encode(), None) for i in range(10)])
+            produce_records(log_dir, accounts, [(f"k{i}".encode(), None) for i in range(10)])
             time.sleep(3)
             assert _count(client, accounts) == 100
             assert c.put("/connectors/es-upsert/resume").status_code == 202
