@@ -19,16 +19,12 @@ the product check of the ``elasticsearch`` Python client (8.x/9.x) passes, and
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from services import maven
-from services.base import Service, free_port, port_is_open
-from services.kafka import java_executable
+from services.search_node import SearchNodeService
 
 __all__ = ["ELASTICSEARCH_ARTIFACTS", "ELASTICSEARCH_VERSION", "ElasticsearchService"]
 
@@ -118,83 +114,29 @@ logger.node.level = info
 """
 
 
-class ElasticsearchService(Service):
+class ElasticsearchService(SearchNodeService):
     """One Elasticsearch 7.17 node, HTTP and transport on 127.0.0.1, no security."""
 
     name = "elasticsearch"
-    startup_timeout = 120.0
-
-    def __init__(
-        self,
-        port: int | None = None,
-        transport_port: int | None = None,
-        work_dir: str | os.PathLike[str] | None = None,
-        heap: str = "512m",
-        cluster_name: str = "headrace",
-    ) -> None:
-        super().__init__(work_dir)
-        self.port = port or free_port()
-        self.transport_port = transport_port or free_port()
-        while self.transport_port == self.port:
-            self.transport_port = free_port()
-        self.heap = heap
-        self.cluster_name = cluster_name
-        self.home = self.work_dir / "home"
-
-    # -- Service hooks -----------------------------------------------------------
-
-    @classmethod
-    def fetch(cls) -> None:
-        maven.fetch_artifacts(cls.name, ELASTICSEARCH_ARTIFACTS)
-
-    @classmethod
-    def lib_dir(cls) -> Path:
-        return maven.lib_dir(cls.name)
-
-    def ports(self) -> Sequence[int]:
-        return (self.port, self.transport_port)
-
-    def prepare(self) -> None:
-        (self.home / "config").mkdir(parents=True, exist_ok=True)
-        (self.work_dir / LAUNCHER).write_text(_LAUNCHER_SOURCE)
-        (self.work_dir / "log4j2.properties").write_text(_LOG4J2_PROPERTIES)
+    artifacts = ELASTICSEARCH_ARTIFACTS
+    launcher_name = LAUNCHER
+    launcher_source = _LAUNCHER_SOURCE
 
     @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def data_path(self) -> Path:
+        return self.work_dir / "home"
 
-    def command(self) -> list[str]:
-        return [
-            java_executable(),
-            f"-Xms{self.heap}",
-            f"-Xmx{self.heap}",
-            "-XX:+UseG1GC",
-            "-XX:+ExitOnOutOfMemoryError",
-            "-Djava.awt.headless=true",
-            "-Djava.net.preferIPv4Stack=true",
-            "-Dlog4j2.disable.jmx=true",
-            f"-Dlog4j.configurationFile={self.work_dir / 'log4j2.properties'}",
-            "-cp",
-            f"{self.lib_dir()}/*",
-            str(self.work_dir / LAUNCHER),
-            str(self.home),
-            str(self.port),
-            str(self.transport_port),
-            self.cluster_name,
-        ]
+    def prepare(self) -> None:
+        super().prepare()
+        (self.data_path / "config").mkdir(parents=True, exist_ok=True)
+        (self.work_dir / "log4j2.properties").write_text(_LOG4J2_PROPERTIES)
 
-    def ready(self) -> bool:
-        if not port_is_open(self.port):
-            return False
-        root = httpx.get(f"{self.url}/", timeout=2.0)
-        if root.status_code != 200 or root.headers.get("x-elastic-product") != "Elasticsearch":
-            return False
-        # The root answers before the cluster state is recovered; writes need that too.
-        r = httpx.get(f"{self.url}/_cluster/health", timeout=2.0)
-        return r.status_code == 200 and r.json().get("status") in ("green", "yellow")
+    def jvm_options(self) -> list[str]:
+        return [f"-Dlog4j.configurationFile={self.work_dir / 'log4j2.properties'}"]
 
-    def describe(self) -> dict[str, Any]:
-        return {"url": self.url, "log": str(self.log_path), "data": str(self.home / "data")}
+    def root_ok(self, root: httpx.Response) -> bool:
+        # the client the sink uses checks this header on every answer
+        return root.status_code == 200 and root.headers.get("x-elastic-product") == "Elasticsearch"
 
     # -- helpers for tests and users -------------------------------------------------
 

@@ -15,16 +15,10 @@ offers no option to bind to loopback only.
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from services import maven
-from services.base import Service, free_port, port_is_open
-from services.kafka import java_executable
+from services.search_node import SearchNodeService
 
 __all__ = ["OPENSEARCH_ARTIFACTS", "OpenSearchService"]
 
@@ -84,76 +78,18 @@ public class HeadraceOpenSearch {
 """
 
 
-class OpenSearchService(Service):
+class OpenSearchService(SearchNodeService):
     """One OpenSearch 2.x node, HTTP and transport on 127.0.0.1, security off."""
 
     name = "opensearch"
-    startup_timeout = 120.0
-
-    def __init__(
-        self,
-        port: int | None = None,
-        transport_port: int | None = None,
-        work_dir: str | os.PathLike[str] | None = None,
-        heap: str = "768m",
-        cluster_name: str = "headrace",
-    ) -> None:
-        super().__init__(work_dir)
-        self.port = port or free_port()
-        self.transport_port = transport_port or free_port()
-        while self.transport_port == self.port:
-            self.transport_port = free_port()
-        self.heap = heap
-        self.cluster_name = cluster_name
-        self.base_path = self.work_dir / "cluster"
-
-    # -- Service hooks -----------------------------------------------------------
-
-    @classmethod
-    def fetch(cls) -> None:
-        maven.fetch_artifacts(cls.name, OPENSEARCH_ARTIFACTS)
-
-    @classmethod
-    def lib_dir(cls) -> Path:
-        return maven.lib_dir(cls.name)
-
-    def ports(self) -> Sequence[int]:
-        return (self.port, self.transport_port)
-
-    def prepare(self) -> None:
-        (self.work_dir / LAUNCHER).write_text(_LAUNCHER_SOURCE)
+    artifacts = OPENSEARCH_ARTIFACTS
+    launcher_name = LAUNCHER
+    launcher_source = _LAUNCHER_SOURCE
+    default_heap = "768m"
 
     @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def command(self) -> list[str]:
-        return [
-            java_executable(),
-            f"-Xms{self.heap}",
-            f"-Xmx{self.heap}",
-            "-XX:+UseG1GC",
-            "-XX:+ExitOnOutOfMemoryError",
-            "-Djava.awt.headless=true",
-            "-Djava.net.preferIPv4Stack=true",
-            "-Dlog4j2.disable.jmx=true",
-            "-cp",
-            f"{self.lib_dir()}/*",
-            str(self.work_dir / LAUNCHER),
-            str(self.base_path),
-            str(self.port),
-            str(self.transport_port),
-            self.cluster_name,
-        ]
-
-    def ready(self) -> bool:
-        if not port_is_open(self.port):
-            return False
-        r = httpx.get(f"{self.url}/_cluster/health", timeout=2.0)
-        return r.status_code == 200 and r.json().get("status") in ("green", "yellow")
-
-    def describe(self) -> dict[str, Any]:
-        return {"url": self.url, "log": str(self.log_path), "data": str(self.base_path)}
+    def data_path(self) -> Path:
+        return self.work_dir / "cluster"
 
     # -- helpers for tests and users -------------------------------------------------
 

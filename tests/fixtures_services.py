@@ -8,13 +8,26 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pytest
 
+from services.base import Service
 from services.elasticsearch import ElasticsearchService
 from services.hdfs import HdfsService
 from services.kafka import KafkaService
 from services.opensearch import OpenSearchService
+
+S = TypeVar("S", bound=Service)
+
+
+def _running(svc: S) -> Iterator[S]:
+    """Start ``svc``, hand it to the session, and remove it with its data at the end."""
+    svc.start()
+    try:
+        yield svc
+    finally:
+        svc.cleanup()
 
 
 @pytest.fixture(scope="session")
@@ -24,12 +37,7 @@ def kafka() -> Iterator[KafkaService]:
     Tests that stop or kill it must ``start()`` it again before they end;
     topics and groups persist across such restarts.
     """
-    svc = KafkaService()
-    svc.start()
-    try:
-        yield svc
-    finally:
-        svc.cleanup()
+    yield from _running(KafkaService())
 
 
 @pytest.fixture(scope="session")
@@ -38,34 +46,19 @@ def hdfs() -> Iterator[HdfsService]:
 
     A test that stops it must ``start()`` it again before it ends (same ports, same data).
     """
-    svc = HdfsService()
-    svc.start()
-    try:
-        yield svc
-    finally:
-        svc.cleanup()
+    yield from _running(HdfsService())
 
 
 @pytest.fixture(scope="session")
 def opensearch() -> Iterator[OpenSearchService]:
     """One OpenSearch node for the whole session; tests use indexes of their own."""
-    svc = OpenSearchService()
-    svc.start()
-    try:
-        yield svc
-    finally:
-        svc.cleanup()
+    yield from _running(OpenSearchService())
 
 
 @pytest.fixture(scope="session")
 def elasticsearch() -> Iterator[ElasticsearchService]:
     """One Elasticsearch 7.17 node for the whole session; tests use indexes of their own."""
-    svc = ElasticsearchService()
-    svc.start()
-    try:
-        yield svc
-    finally:
-        svc.cleanup()
+    yield from _running(ElasticsearchService())
 
 
 @pytest.fixture
