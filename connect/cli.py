@@ -156,6 +156,9 @@ class StandaloneRuntime:
     def run(self) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: self._stop.set())
+        from connect.runtime.gc_policy import settle_heap
+
+        settle_heap()  # plugins are loaded: what is alive now lives as long as the process
         try:
             self.start()
         except (ConfigException, ConnectException, LogError, OSError) as exc:

@@ -192,7 +192,10 @@ class RestServer:
         self._stopping.set()
         for dispatcher in list(self._map.values()):
             if isinstance(dispatcher, WakeTrigger):
-                dispatcher.pull_trigger()
+                try:
+                    dispatcher.pull_trigger()
+                except OSError:
+                    pass  # the loop saw the stop first and has already closed the trigger: nothing to wake
                 break
         thread.join(timeout)
         if thread.is_alive():

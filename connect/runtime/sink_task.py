@@ -249,8 +249,13 @@ class WorkerSinkTask(WorkerTask):
             keys, values, stamps = batch.keys, batch.values, batch.timestamps
             hdrs = batch.headers
             ts_type = _TS_TYPES.get(batch.timestamp_type, TimestampType.CREATE_TIME)
-            if chain is None and hdrs is None and self._convert_columns(batch, ts_type, columns):
-                continue
+            if hdrs is None:
+                # converted by column; without transforms the records are not even made (see SinkRecordBatch)
+                converted = columns if chain is None else SinkRecordBatch()
+                if self._convert_columns(batch, ts_type, converted):
+                    if chain is not None:
+                        dropped += self._transform(batch, converted, out)
+                    continue
             for i, offset in enumerate(batch.offsets):
                 stage = Stage.HEADER_CONVERTER
                 try:
@@ -279,6 +284,28 @@ class WorkerSinkTask(WorkerTask):
         if not out:
             return columns
         return [*columns, *out] if len(columns) else out
+
+    def _transform(self, batch: FetchedBatch, records: Sequence[SinkRecord], out: list[SinkRecord]) -> int:
+        """The transform chain over one batch's converted records, into ``out``; how many it dropped."""
+        chain = self.chain
+        assert chain is not None
+        append = out.append
+        dropped = 0
+        for i, record in enumerate(records):
+            try:
+                result = chain.apply(record)
+            except Exception as exc:  # noqa: BLE001 - failures go through the error handler
+                consumed = ConsumerRecord(batch.topic, batch.partition, batch.offsets[i], batch.timestamps[i],
+                                          batch.keys[i], batch.values[i], (), batch.timestamp_type)
+                result = self.errors.retry(Stage.TRANSFORMATION, self._plugin_class(Stage.TRANSFORMATION),
+                                           lambda c=consumed: self._convert_one(c), exc, consumed=consumed)
+                if result is None:  # skipped, and counted, by the error handler
+                    continue
+            if result is None:
+                dropped += 1
+                continue
+            append(result)
+        return dropped
 
     def _convert_columns(self, batch: FetchedBatch, ts_type: TimestampType, columns: SinkRecordBatch) -> bool:
         """A batch without headers, converted by column (the converters' bulk methods) into ``columns``.
