@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -169,28 +170,32 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(10)
 
 
+def _first_to_last(proc: subprocess.Popen, progress: Callable[[], int], done: int, log: Path) -> float:
+    """Seconds from the first sign of ``progress`` (> 0) until it reaches ``done``, polling every 20 ms."""
+    first = None
+    while True:
+        n = progress()
+        now = time.perf_counter()
+        if first is None and n > 0:
+            first = now
+        if n >= done:
+            assert first is not None
+            return now - first
+        if proc.poll() is not None:
+            raise SystemExit(f"worker exited early; see {log}")
+        time.sleep(0.02)
+
+
 def source_pipeline(work: Path, bootstrap: str, topic: str, partitions: int, src: Path, records: int,
                     batch: int) -> float:
     ends = _EndOffsets(bootstrap, topic, partitions)
     proc = _worker(work, "source", bootstrap, {"name": "bench-source", "connector.class": "FileStreamSource",
                                                "file": src, "topic": topic, "batch.size": batch}, batch)
     try:
-        first = None
-        while True:
-            n = ends()
-            now = time.perf_counter()
-            if first is None and n > 0:
-                first = now
-            if n >= records:
-                break
-            if proc.poll() is not None:
-                raise SystemExit(f"source worker exited early; see {work / 'source-worker.log'}")
-            time.sleep(0.02)
+        return _first_to_last(proc, ends, records, work / "source-worker.log")
     finally:
         _stop(proc)
         ends.close()
-    assert first is not None
-    return now - first
 
 
 def sink_pipeline(work: Path, bootstrap: str, topic: str, dst: Path, expected_bytes: int, batch: int) -> float:
@@ -198,21 +203,10 @@ def sink_pipeline(work: Path, bootstrap: str, topic: str, dst: Path, expected_by
                                              "connector.class": "FileStreamSink", "file": dst, "topics": topic},
                    batch, SINK_FLUSH_MS)
     try:
-        first = None
-        while True:
-            size = dst.stat().st_size if dst.exists() else 0
-            now = time.perf_counter()
-            if first is None and size > 0:
-                first = now
-            if size >= expected_bytes:
-                break
-            if proc.poll() is not None:
-                raise SystemExit(f"sink worker exited early; see {work / 'sink-worker.log'}")
-            time.sleep(0.02)
+        return _first_to_last(proc, lambda: dst.stat().st_size if dst.exists() else 0, expected_bytes,
+                              work / "sink-worker.log")
     finally:
         _stop(proc)
-    assert first is not None
-    return now - first
 
 
 def main() -> None:

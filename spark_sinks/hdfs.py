@@ -53,7 +53,6 @@ from connect.api import (
     Importance,
     LambdaValidator,
     Range,
-    SinkConnector,
     Task,
     Width,
 )
@@ -65,7 +64,8 @@ from spark_sinks.config import (
     spark_sink_def,
     topics_of,
 )
-from spark_sinks.task import VERSION, SparkSinkTask
+from spark_sinks.connector import SparkSinkConnector
+from spark_sinks.task import SparkSinkTask
 
 __all__ = ["HdfsSparkSink", "HdfsSparkSinkTask", "parse_path_format"]
 
@@ -233,14 +233,8 @@ def check_reachable(url: str, timeout: float = 5.0) -> None:
         raise ConnectException(f"HDFS at {url} is not reachable: {exc.strerror or exc}") from exc
 
 
-class HdfsSparkSink(SinkConnector):
+class HdfsSparkSink(SparkSinkConnector):
     """Lands topics in HDFS through a Spark Structured Streaming query (one per connector)."""
-
-    def __init__(self) -> None:
-        self._props: dict[str, str] = {}
-
-    def version(self) -> str:
-        return VERSION
 
     def config(self) -> ConfigDef:
         return hdfs_def()
@@ -257,21 +251,13 @@ class HdfsSparkSink(SinkConnector):
             values["timestamp.field"].add_error("RecordField needs timestamp.field")
         return values
 
-    def start(self, props: Mapping[str, str]) -> None:
+    def check(self, props: Mapping[str, str]) -> None:
         config = AbstractConfig(hdfs_def(), props)
         _partitioner_of(props)
         check_reachable(str(config.get("hdfs.url")))
-        self._props = dict(props)
 
     def task_class(self) -> type[Task]:
         return HdfsSparkSinkTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        # One Spark query per connector: Spark spreads the work over its executors itself.
-        return [dict(self._props)]
-
-    def stop(self) -> None:
-        pass
 
 
 class HdfsSparkSinkTask(SparkSinkTask):

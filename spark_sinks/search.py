@@ -57,12 +57,12 @@ from connect.api import (
     Importance,
     LambdaValidator,
     Range,
-    SinkConnector,
     Task,
     Width,
 )
 from spark_sinks.config import is_truthy, java_to_spark_pattern, spark_sink_def
-from spark_sinks.task import VERSION, SparkSinkTask
+from spark_sinks.connector import SparkSinkConnector
+from spark_sinks.task import SparkSinkTask
 
 __all__ = ["ElasticsearchSparkSink", "ElasticsearchSparkSinkTask", "detect_engine", "engine_of", "probe_cluster"]
 
@@ -201,35 +201,22 @@ def detect_engine(urls: list[str], auth: tuple[str, str] | None = None, timeout:
     return probe_cluster(urls, auth, timeout)[0]
 
 
-class ElasticsearchSparkSink(SinkConnector):
+class ElasticsearchSparkSink(SparkSinkConnector):
     """Writes topics to Elasticsearch or OpenSearch through a Spark Structured Streaming query."""
-
-    def __init__(self) -> None:
-        self._props: dict[str, str] = {}
-
-    def version(self) -> str:
-        return VERSION
 
     def config(self) -> ConfigDef:
         return search_def()
 
-    def start(self, props: Mapping[str, str]) -> None:
+    def check(self, props: Mapping[str, str]) -> None:
         config = AbstractConfig(search_def(), props)
         engine = str(config.get("engine")).lower()
         detected = detect_engine(_urls(props), _auth(props))
         if engine != "auto" and engine != detected:
             log.warning("engine=%s but the cluster at %s answers as %s; using %s", engine, _urls(props), detected,
                         engine)
-        self._props = dict(props)
 
     def task_class(self) -> type[Task]:
         return ElasticsearchSparkSinkTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [dict(self._props)]
-
-    def stop(self) -> None:
-        pass
 
 
 OUT_SCHEMA = (

@@ -141,62 +141,43 @@ class WorkerSourceTask(WorkerTask):
         self._send_each(records)
 
     def _send_columns(self, batch: SourceRecordBatch) -> bool:
-        """A SourceRecordBatch without making its records: its values converted and sent in bulk.
-
-        Returns False, having done nothing, when a conversion fails (the general path then converts
-        record by record, with error handling).
-        """
-        topic = batch.topic
-        try:
-            if self.converters.key.from_connect_data(topic, None, None, None) is not None:
-                return False
-            values = self.converters.value.from_connect_batch(topic, batch.value_schema, batch.values)
-        except Exception:  # noqa: BLE001 - the general path converts again, with error handling
-            return False
-        if topic not in self._known_topics:
-            self._ensure_topic(topic)
+        """A SourceRecordBatch sent without making its records."""
         stamp = batch.timestamp
-        self.producer.send_batch(topic, None, values, None, [stamp] * len(values) if stamp is not None else None)
-        last = batch.last_offset
-        if last is not None:
-            self._mark_offset(batch.source_partition, last)
-        self.records_sent += len(values)
-        return True
+        return self._send_bulk(batch.topic, batch.value_schema, batch.values,
+                               [stamp] * len(batch) if stamp is not None else None, batch.source_partition,
+                               batch.last_offset)
 
     def _send_uniform(self, records: Sequence[SourceRecord]) -> bool:
-        """The common batch (one topic and value schema, no keys, headers or partitions) in a few bulk steps.
-
-        Returns False, having done nothing, when the batch needs the general per-record path
-        (including any conversion failure, which the general path then handles record by record).
-        """
+        """The common list (one topic, source partition and value schema; no keys, headers or partitions)."""
         first = records[0]
         topic, partition, schema = first.topic, first.source_partition, first.value_schema
         for r in records:
             if (r.topic != topic or r.key is not None or r.key_schema is not None or r.kafka_partition is not None
                     or r._headers or r.source_partition is not partition or r.value_schema is not schema):
                 return False
+        # one source partition: its last offset covers the batch
+        last = next((r.source_offset for r in reversed(records) if r.source_offset is not None), None)
+        return self._send_bulk(topic, schema, [r.value for r in records], _timestamps([r.timestamp for r in records]),
+                               partition, last)
+
+    def _send_bulk(self, topic: str, schema: Any, values: Sequence[Any], timestamps: list[int] | None,
+                   partition: Mapping[str, Any] | None, last_offset: Mapping[str, Any] | None) -> bool:
+        """Unkeyed values of one schema, converted and sent in a few bulk steps.
+
+        Returns False, having done nothing, when a conversion fails: the general path then converts
+        record by record, with error handling.
+        """
         try:
             if self.converters.key.from_connect_data(topic, None, None, None) is not None:
                 return False
-            values = self.converters.value.from_connect_batch(topic, schema, [r.value for r in records])
+            converted = self.converters.value.from_connect_batch(topic, schema, values)
         except Exception:  # noqa: BLE001 - the general path converts again, with error handling
             return False
         if topic not in self._known_topics:
             self._ensure_topic(topic)
-        stamps = [r.timestamp for r in records]
-        if stamps[0] is not None and stamps.count(stamps[0]) == len(stamps):
-            timestamps: list[int] | None = stamps
-        elif all(t is None for t in stamps):
-            timestamps = None
-        else:
-            now = int(time.time() * 1000)
-            timestamps = [now if t is None else t for t in stamps]
-        self.producer.send_batch(topic, None, values, None, timestamps)
-        for r in reversed(records):  # one source partition: its last offset covers the batch
-            if r.source_offset is not None:
-                self._mark_processed(r)
-                break
-        self.records_sent += len(records)
+        self.producer.send_batch(topic, None, converted, None, timestamps)
+        self._mark_offset(partition, last_offset)
+        self.records_sent += len(converted)
         return True
 
     def _send_each(self, records: Sequence[SourceRecord]) -> None:
@@ -246,12 +227,7 @@ class WorkerSourceTask(WorkerTask):
         if not self._commit_record_hook and all(
             k is None and h is None and o.kafka_partition is None and o.topic == topic for _, o, k, _, h in staged
         ):
-            stamps = [o.timestamp for _, o, _, _, _ in staged]
-            if all(t is None for t in stamps):
-                timestamps = None
-            else:
-                now = int(time.time() * 1000)
-                timestamps = [now if t is None else t for t in stamps]
+            timestamps = _timestamps([o.timestamp for _, o, _, _, _ in staged])
             self.producer.send_batch(topic, None, [v for _, _, _, v, _ in staged], None, timestamps)
             return
         send = self.producer.send
@@ -352,3 +328,13 @@ class WorkerSourceTask(WorkerTask):
                  len(snapshot), (time.monotonic() - started) * 1000, self.records_sent)
         self.log_metrics_summary()
         return True
+
+
+def _timestamps(stamps: list[int | None]) -> list[int] | None:
+    """Record timestamps for ``send_batch``: None when no record has one, else the missing ones set to now."""
+    if stamps.count(None) == len(stamps):
+        return None
+    if None in stamps:
+        now = int(time.time() * 1000)
+        return [now if t is None else t for t in stamps]
+    return stamps  # type: ignore[return-value]

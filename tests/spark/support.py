@@ -13,7 +13,15 @@ from typing import Any
 
 import httpx
 
-from tests.support import CliProcess, connect_standalone, free_port, rest_ready, wait_until, write_properties
+from tests.support import (
+    CliProcess,
+    connect_standalone,
+    free_port,
+    rest_ready,
+    wait_until,
+    worker_properties,
+    write_properties,
+)
 
 HOUR_MS = 3_600_000
 BASE_TS = 1_700_000_000_000  # 2023-11-14T22:13:20Z
@@ -118,19 +126,9 @@ class Worker:
     def __init__(self, tmp: Path, *connector_files: Path, **extra: Any) -> None:
         self.tmp = tmp
         self.port = free_port()
-        props = {
-            "embedded.log.dir": tmp / "data",
-            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "offset.storage.file.filename": tmp / "connect.offsets",
-            "offset.flush.interval.ms": 1000,
-            "streaming.state.dir": tmp / "state",
-            "listeners": f"http://127.0.0.1:{self.port}",
-            # Spark takes a while to stop a query; the worker must wait for it on shutdown
-            "task.shutdown.graceful.timeout.ms": 30000,
-        }
-        props.update({k.replace("_", "."): v for k, v in extra.items()})
-        self.config = write_properties(tmp / "worker.properties", props)
+        # Spark takes a while to stop a query; the worker must wait for it on shutdown
+        spark = {"streaming_state_dir": tmp / "state", "task_shutdown_graceful_timeout_ms": 30000}
+        self.config = worker_properties(tmp, self.port, **{**spark, **extra})
         self.connector_files = connector_files
         self.proc: CliProcess | None = None
 
