@@ -19,11 +19,20 @@ class ConfigData:
 
 class ConfigProvider(abc.ABC):
     @abc.abstractmethod
-    def configure(self, configs: Mapping[str, Any]) -> None: ...
+    def configure(self, configs: Mapping[str, Any]) -> None:
+        """Configure with ``config.providers.<name>.param.*`` (prefix removed), e.g. ``allowed.paths``.
+
+        Called once when the worker starts. Raise ConfigException naming the key for a bad setting.
+        """
 
     @abc.abstractmethod
     def get(self, path: str, keys: set[str] | None = None) -> ConfigData:
-        """The values at ``path``; all of them when ``keys`` is None."""
+        """The values at ``path``; all of them when ``keys`` is None.
+
+        Called on a worker thread when a connector or task starts, to resolve ``${provider:path:key}``
+        references in memory. Raise ConfigException when ``path`` is not allowed or cannot be read; the
+        message must not contain the secret values.
+        """
 
     def close(self) -> None:  # noqa: B027 - optional hook
         pass

@@ -54,7 +54,12 @@ class OffsetStorageReader(abc.ABC):
     """Reads committed source offsets; keys are source partition maps."""
 
     @abc.abstractmethod
-    def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None: ...
+    def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The last committed offset of one source partition, or None if none was committed.
+
+        Called on the task's (or connector's) own thread, usually in ``start``; reads the offset store and may
+        raise ConnectException when it cannot be read.
+        """
 
     def offsets(
         self, partitions: Collection[Mapping[str, Any]]
@@ -64,16 +69,25 @@ class OffsetStorageReader(abc.ABC):
 
 class ConnectorContext(abc.ABC):
     @abc.abstractmethod
-    def request_task_reconfiguration(self) -> None: ...
+    def request_task_reconfiguration(self) -> None:
+        """Ask the worker to call ``task_configs`` again and restart the tasks if their configs changed.
+
+        Safe from any thread (a monitoring thread of the connector's, typically); returns at once: the
+        reconfiguration runs on a worker thread.
+        """
 
     @abc.abstractmethod
     def raise_error(self, error: BaseException) -> None:
-        """Fail the connector from a background thread of the plugin's own."""
+        """Fail the connector from a background thread of the plugin's own.
+
+        The connector's status becomes FAILED with ``error``'s trace; its tasks keep running. Never raises.
+        """
 
 
 class SourceConnectorContext(ConnectorContext):
     @abc.abstractmethod
-    def offset_storage_reader(self) -> OffsetStorageReader: ...
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        """A reader of the offsets this connector's tasks committed; usable from any thread."""
 
 
 class SinkConnectorContext(ConnectorContext):
@@ -91,22 +105,43 @@ class Connector(abc.ABC):
         self.context = context
 
     @abc.abstractmethod
-    def version(self) -> str: ...
+    def version(self) -> str:
+        """The plugin's version, shown by ``GET /connector-plugins``. Called on any thread; must not raise."""
 
     @abc.abstractmethod
-    def start(self, props: Mapping[str, str]) -> None: ...
+    def start(self, props: Mapping[str, str]) -> None:
+        """Start the connector with its config (``${...}`` references already resolved).
+
+        Called once on a worker thread after ``initialize``, before ``task_configs``. Raise ConnectException
+        (or any exception) to fail the connector: its status becomes FAILED with the trace.
+        """
 
     @abc.abstractmethod
-    def task_class(self) -> type[Task]: ...
+    def task_class(self) -> type[Task]:
+        """The Task class the worker instantiates for each task config; it must be registered with the
+        connector (same module or plugin package). Called on a worker thread after ``start``.
+        """
 
     @abc.abstractmethod
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]: ...
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """Split the job into at most ``max_tasks`` task configs (``tasks.max``).
+
+        Called on a worker thread after ``start`` and again after ``request_task_reconfiguration``. Values
+        must be strings. Raising fails the connector.
+        """
 
     @abc.abstractmethod
-    def stop(self) -> None: ...
+    def stop(self) -> None:
+        """Release what ``start`` acquired; called once on a worker thread when the connector is stopped,
+        paused to STOPPED, reconfigured or deleted. Exceptions are logged, not propagated.
+        """
 
     @abc.abstractmethod
-    def config(self) -> ConfigDef: ...
+    def config(self) -> ConfigDef:
+        """The ConfigDef of the connector's own keys: used to validate configs (REST ``config/validate``,
+        the CLI) before anything runs. Called on any thread, on an instance that was never started; must
+        not raise.
+        """
 
     def validate(self, connector_configs: Mapping[str, str]) -> dict[str, ConfigValue]:
         """Validate with ``config()``; override to add cross-key checks."""
@@ -146,14 +181,22 @@ class SinkConnector(Connector):
 
 class Task(abc.ABC):
     @abc.abstractmethod
-    def version(self) -> str: ...
+    def version(self) -> str:
+        """The task's version. Called on any thread; must not raise."""
 
     @abc.abstractmethod
-    def start(self, props: Mapping[str, str]) -> None: ...
+    def start(self, props: Mapping[str, str]) -> None:
+        """Start the task with its task config (``${...}`` references resolved in memory only).
+
+        Called once on the task's own thread after ``initialize``. Raising fails the task (FAILED, with the trace).
+        """
 
     @abc.abstractmethod
     def stop(self) -> None:
-        """Called from another thread than ``poll``/``put``; must make them return promptly."""
+        """Stop the task. Called from another thread than ``poll``/``put`` (the worker's), so it must make a
+        blocking ``poll``/``put`` return promptly; it may be called while one is running. Exceptions are
+        logged, not propagated.
+        """
 
 
 class RecordMetadata:
@@ -173,10 +216,12 @@ class RecordMetadata:
 
 class SourceTaskContext(abc.ABC):
     @abc.abstractmethod
-    def configs(self) -> Mapping[str, str]: ...
+    def configs(self) -> Mapping[str, str]:
+        """The task's config, as given to ``start``."""
 
     @abc.abstractmethod
-    def offset_storage_reader(self) -> OffsetStorageReader: ...
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        """A reader of this connector's committed source offsets; use it in ``start`` to resume."""
 
 
 class SourceTask(Task):
@@ -191,6 +236,10 @@ class SourceTask(Task):
 
         A list of records, or a ``SourceRecordBatch`` when they share a topic and source partition and
         have no keys or headers (the runtime then sends them in bulk).
+
+        Called in a loop on the task's own thread; it should block for at most about a second so that
+        pause and stop are noticed (``stop`` is called from another thread to end a longer wait). Raise
+        RetriableException to be polled again, anything else to fail the task.
         """
 
     def commit(self) -> None:  # noqa: B027 - optional hook
@@ -204,32 +253,48 @@ class ErrantRecordReporter(abc.ABC):
     """Lets a sink task hand a record it cannot process to the framework's error handling (DLQ)."""
 
     @abc.abstractmethod
-    def report(self, record: SinkRecord, error: BaseException) -> Future[None]: ...
+    def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
+        """Hand ``record`` and why it failed to the framework (``errors.tolerance``, the error log, the DLQ).
+
+        Call it from ``put`` on the task's thread. The Future completes when the DLQ has the record; the
+        record's offset is committed only after that. Raises ConnectException when ``errors.tolerance=none``
+        (the task then fails).
+        """
 
 
 class SinkTaskContext(abc.ABC):
     @abc.abstractmethod
-    def configs(self) -> Mapping[str, str]: ...
+    def configs(self) -> Mapping[str, str]:
+        """The task's config, as given to ``start``."""
 
     @abc.abstractmethod
     def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """Rewind (or advance) consumption to these offsets."""
+        """Rewind (or advance) consumption to these offsets.
+
+        Call from the task's thread (``open``, ``put``); applied before the next fetch.
+        """
 
     @abc.abstractmethod
     def timeout(self, timeout_ms: int) -> None:
-        """After a RetriableException, redeliver the batch after this long."""
+        """After a RetriableException, redeliver the batch after this long. Call from ``put``."""
 
     @abc.abstractmethod
-    def assignment(self) -> set[TopicPartition]: ...
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions currently assigned to this task."""
 
     @abc.abstractmethod
-    def pause(self, *partitions: TopicPartition) -> None: ...
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop fetching these partitions until ``resume``; from the task's thread."""
 
     @abc.abstractmethod
-    def resume(self, *partitions: TopicPartition) -> None: ...
+    def resume(self, *partitions: TopicPartition) -> None:
+        """Fetch these partitions again after ``pause``; from the task's thread."""
 
     @abc.abstractmethod
-    def request_commit(self) -> None: ...
+    def request_commit(self) -> None:
+        """Ask for an offset commit (``pre_commit``) after the current ``put`` instead of waiting for
+        ``offset.flush.interval.ms``; from the task's thread.
+        """
 
     def errant_record_reporter(self) -> ErrantRecordReporter | None:
         return None
@@ -250,6 +315,10 @@ class SinkTask(Task):
 
         ``records`` is a sequence: a list, or a ``SinkRecordBatch``, whose ``values`` spare a task that
         needs only the values from reading the records one by one.
+
+        Called on the task's own thread. Raise RetriableException to have the same batch redelivered
+        (after ``context.timeout``), anything else to fail the task; a single bad record goes to
+        ``context.errant_record_reporter()`` instead.
         """
 
     def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:  # noqa: B027 - optional hook
@@ -271,7 +340,7 @@ class DeadLetterQueue(abc.ABC):
     @abc.abstractmethod
     def report(self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None,
                headers: Sequence[tuple[str, bytes | None]], error: BaseException | str) -> None:
-        """Queue one record (its original bytes) and the reason it failed."""
+        """Queue one record (its original bytes) and the reason it failed; from the task's thread."""
 
     @abc.abstractmethod
     def flush(self, timeout: float | None = None) -> None:
@@ -288,7 +357,8 @@ class StreamingSinkTaskContext(abc.ABC):
     @abc.abstractmethod
     def log_settings(self) -> Mapping[str, str]:
         """How to reach the log the worker uses, so the task can read the same topics itself: either
-        ``bootstrap.servers`` (plus client security settings) for Kafka, or ``embedded.log.dir``."""
+        ``bootstrap.servers`` (plus client security settings) for Kafka, or ``embedded.log.dir``.
+        """
 
     @abc.abstractmethod
     def state_dir(self) -> str:
@@ -319,7 +389,11 @@ class StreamingSinkTask(Task):
 
     @abc.abstractmethod
     def run(self) -> None:
-        """Move data until stopped; return when ``stop`` was called, raise on a failure."""
+        """Move data until stopped; return when ``stop`` was called, raise on a failure.
+
+        Called once on the task's own thread after ``start``; ``stop``, ``pause`` and ``resume`` come from
+        other threads while it runs. An exception fails the task with its trace.
+        """
 
     def pause(self) -> None:  # noqa: B027 - optional hook
         """Stop taking new records until ``resume``; called from another thread."""

@@ -24,17 +24,32 @@ class Converter(abc.ABC):
     """Turns a record key or value into bytes and back."""
 
     @abc.abstractmethod
-    def configure(self, configs: Mapping[str, Any], is_key: bool) -> None: ...
+    def configure(self, configs: Mapping[str, Any], is_key: bool) -> None:
+        """Configure with the ``key.converter.*`` / ``value.converter.*`` settings (prefix removed).
+
+        Called once, on the worker's thread, before the task starts. Raise ConfigException to fail the task
+        with the key and reason.
+        """
 
     @abc.abstractmethod
     def from_connect_data(
         self, topic: str, schema: Schema | None, value: Any, headers: ConnectHeaders | None = None
-    ) -> bytes | None: ...
+    ) -> bytes | None:
+        """Serialize a Connect value of ``schema`` (None: schemaless) to the bytes stored in ``topic``.
+
+        Called on the task's thread for every record of a source task. Raise DataException for a value it
+        cannot convert: the record then follows ``errors.tolerance``.
+        """
 
     @abc.abstractmethod
     def to_connect_data(
         self, topic: str, value: bytes | None, headers: ConnectHeaders | None = None
-    ) -> SchemaAndValue: ...
+    ) -> SchemaAndValue:
+        """Deserialize bytes read from ``topic`` into a schema and a Connect value.
+
+        Called on the task's thread for every record of a sink task. Raise DataException for bytes it
+        cannot parse: the record then follows ``errors.tolerance`` and the DLQ.
+        """
 
     def from_connect_batch(self, topic: str, schema: Schema | None, values: Sequence[Any]) -> list[bytes | None]:
         """Many values of one schema, without headers, each as ``from_connect_data`` would convert it.
@@ -71,15 +86,18 @@ class HeaderConverter(abc.ABC):
     """Turns one header value into bytes and back."""
 
     @abc.abstractmethod
-    def configure(self, configs: Mapping[str, Any]) -> None: ...
+    def configure(self, configs: Mapping[str, Any]) -> None:
+        """Configure with the ``header.converter.*`` settings (prefix removed); once, before the task starts."""
 
     @abc.abstractmethod
     def from_connect_header(
         self, topic: str, header_key: str, schema: Schema | None, value: Any
-    ) -> bytes | None: ...
+    ) -> bytes | None:
+        """Serialize one header value; on the task's thread. Raise DataException when it cannot."""
 
     @abc.abstractmethod
-    def to_connect_header(self, topic: str, header_key: str, value: bytes | None) -> SchemaAndValue: ...
+    def to_connect_header(self, topic: str, header_key: str, value: bytes | None) -> SchemaAndValue:
+        """Deserialize one header value; on the task's thread. Raise DataException when it cannot."""
 
     def config(self) -> ConfigDef:
         return ConfigDef()
