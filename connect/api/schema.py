@@ -8,6 +8,7 @@ Time -> datetime.time, Timestamp -> datetime.datetime (UTC).
 
 from __future__ import annotations
 
+import builtins
 import datetime as _dt
 import decimal as _decimal
 import enum
@@ -64,7 +65,8 @@ _INT_BOUNDS = {
 
 class Field(NamedTuple):
     name: str
-    index: int
+    # Kafka's Field has index(); the tuple method of that name is shadowed on purpose
+    index: int  # type: ignore[assignment]
     schema: Schema
 
 
@@ -125,7 +127,7 @@ class Schema:
         self.version = version
         self.doc = doc
         self.parameters = dict(parameters) if parameters else None
-        self._fields = list(fields) if type is Type.STRUCT else None
+        self._fields = list(fields or ()) if type is Type.STRUCT else None
         self._fields_by_name = {f.name: f for f in self._fields} if self._fields is not None else None
         self.key_schema = key_schema
         self.value_schema = value_schema
@@ -322,7 +324,7 @@ class SchemaBuilder:
         return self
 
     @property
-    def is_optional(self) -> bool:
+    def is_optional(self) -> builtins.bool:  # SchemaBuilder.bool() shadows the builtin here
         return self._optional
 
     def _peek(self) -> Schema:
@@ -624,22 +626,23 @@ def validate_value(schema: Schema, value: Any, field_name: str | None = None) ->
         if isinstance(value, _LOGICAL_PY_TYPES[schema.name]):
             return
     expected = _PY_TYPES[schema.type]
+    checked: Any = value  # the isinstance check below would narrow value to object
     if not isinstance(value, expected) or (schema.type in _INT_BOUNDS and isinstance(value, bool)):
         raise DataException(
             f"Invalid Java object for schema with type {schema.type.name}: {type(value).__name__}{_where(field_name)}"
         )
     if schema.type in _INT_BOUNDS:
         lo, hi = _INT_BOUNDS[schema.type]
-        if not lo <= value <= hi:
+        if not lo <= checked <= hi:
             raise DataException(f"Value {value} out of range for schema type {schema.type.name}{_where(field_name)}")
     elif schema.type is Type.STRUCT:
-        if value.schema != schema:
+        if checked.schema != schema:
             raise DataException(f"Struct schemas do not match{_where(field_name)}.")
-        value.validate()
+        checked.validate()
     elif schema.type is Type.ARRAY and schema.value_schema is not None:
-        for item in value:
+        for item in checked:
             validate_value(schema.value_schema, item, field_name)
     elif schema.type is Type.MAP and schema.key_schema is not None and schema.value_schema is not None:
-        for k, v in value.items():
+        for k, v in checked.items():
             validate_value(schema.key_schema, k, field_name)
             validate_value(schema.value_schema, v, field_name)

@@ -19,7 +19,7 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 import confluent_kafka
 from confluent_kafka import (
@@ -233,7 +233,8 @@ class KafkaConsumer(Consumer):
             exc, self._deferred = self._deferred, None
             raise exc
         try:
-            msgs = self._c.consume(max_records, timeout)
+            # Any: a message's accessors return None only for error events, which the stubs cannot express
+            msgs: list[Any] = self._c.consume(max_records, timeout)
         except KafkaException as exc:
             raise to_log_error(exc, "polling") from None
         if not msgs:
@@ -278,8 +279,8 @@ class KafkaConsumer(Consumer):
             elif cur.headers is not None:
                 cur.headers.append(())
         if not cols and self._deferred is not None:
-            exc, self._deferred = self._deferred, None
-            raise exc
+            deferred, self._deferred = self._deferred, None
+            raise deferred
         if self._pending:
             for topic, part in cols:
                 self._pending.pop(TopicPartition(topic, part), None)
@@ -303,7 +304,7 @@ class KafkaConsumer(Consumer):
                 or list(map(Message.topic, msgs)).count(topic) != n):
             return None
         headers: list[Headers] | None = None
-        raw_headers = list(map(Message.headers, msgs))
+        raw_headers: list[Any] = list(map(Message.headers, msgs))
         if raw_headers.count(None) != n:
             headers = [tuple(h) if h is not None else () for h in raw_headers]
         if self._pending:
@@ -311,7 +312,7 @@ class KafkaConsumer(Consumer):
         return FetchedBatch(
             topic,
             part,
-            list(map(Message.offset, msgs)),
+            cast("list[int]", list(map(Message.offset, msgs))),
             list(map(_second, map(Message.timestamp, msgs))),
             list(map(Message.key, msgs)),
             list(map(Message.value, msgs)),

@@ -22,6 +22,9 @@ from connect.log.api import (
 from connect.log.kafka.errors import ClientEvents, to_log_error
 from connect.log.kafka.health import ClusterHealth
 
+# headers as confluent-kafka's produce() takes them
+_WireHeaders = list[tuple[str, str | bytes | None]]
+
 __all__ = ["KafkaProducer"]
 
 log = logging.getLogger("connect.log.kafka")
@@ -106,7 +109,7 @@ class KafkaProducer(Producer):
                            "successful deliveries to a callback")
         cb = self._watch(on_delivery) if on_delivery is not None else None
         part = _ANY_PARTITION if partition is None else partition
-        hdrs = list(headers) if headers else None
+        hdrs: _WireHeaders | None = list(headers) if headers else None
         try:
             self._p.produce(topic, value, key, part, cb, None, timestamp or 0, hdrs)
         except BufferError:
@@ -158,7 +161,7 @@ class KafkaProducer(Producer):
                     k = keys[i] if keys is not None else None
                     ts = timestamps[i] if timestamps is not None else 0
                     h = headers[i] if headers is not None else None
-                    hl = list(h) if h else None
+                    hl: _WireHeaders | None = list(h) if h else None
                     try:
                         produce(topic, values[i], k, partition, None, None, ts, hl)
                     except BufferError:
@@ -177,7 +180,7 @@ class KafkaProducer(Producer):
         partition: int,
         cb: Any,
         timestamp: int,
-        headers: list[tuple[str, bytes | None]] | None,
+        headers: _WireHeaders | None,
     ) -> None:
         # The local queue is full: wait for acks to make room, as the Java
         # producer blocks in send(), and give up after max.block.ms.
