@@ -14,6 +14,7 @@ from connect.log.embedded.codec import (
     decode,
     parse_header,
 )
+from connect.log.embedded.damage import next_intact_batch
 from connect.log.embedded.partition import PartitionLog
 from connect.log.embedded.segment import LogSegment
 
@@ -151,8 +152,15 @@ class PartitionReader:
 
         Damage is raised only once the batches before it have been handed out.
         """
-        if out or (self.log.segment_after(seg) is None and (hdr is None or pos + hdr.total_size >= seg.size())):
+        if out:
             return
+        if self.log.segment_after(seg) is None:
+            size = seg.size()
+            if hdr is not None and pos + hdr.total_size >= size:
+                return
+            # an unreadable header: a torn tail only if no intact batch follows it
+            if hdr is None and next_intact_batch(seg, pos + 1, size, self.next_offset) is None:
+                return
         tp = self.log.tp
         raise LogError(
             f"Corrupt record batch in {seg.log_path} at byte position {pos} ({tp}, after offset "
