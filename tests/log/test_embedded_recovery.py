@@ -202,3 +202,22 @@ def test_the_log_is_owner_only_whatever_the_umask(tmp_path, umask) -> None:
     for p in paths:
         mode = stat.S_IMODE(p.stat().st_mode)
         assert mode == (0o700 if p.is_dir() else 0o600), f"{p} has mode {oct(mode)}"
+
+
+def test_deleting_a_topic_drops_its_committed_offsets_so_a_re_created_topic_starts_over(tmp_path) -> None:
+    backend = EmbeddedBackend(str(tmp_path), QUIET)
+    admin = backend.admin()
+    admin.create_topic(NewTopic("t", 1))
+    admin.create_topic(NewTopic("other", 1))
+    fill(backend, 3)
+    admin.alter_group_offsets("g", {TP: 30, TopicPartition("other", 0): 0})
+    admin.delete_topic("t")
+    # as Kafka's group coordinator does: otherwise the old offset would lie past the new topic's end
+    assert admin.list_group_offsets("g") == {TopicPartition("other", 0): 0}
+    admin.create_topic(NewTopic("t", 1))
+    fill(backend, 1)
+    consumer = backend.consumer("g", {"auto.offset.reset": "earliest", "enable.auto.commit": "false"})
+    consumer.assign([TP])
+    assert sum(len(fb) for fb in consumer.poll(1.0)) == 10
+    consumer.close()
+    backend.close()
