@@ -1,7 +1,9 @@
 """``headrace`` subcommands: topic admin and console producer/consumer for either log backend.
 
 Each takes the worker config file (``-c``), so the same commands work on the
-embedded log and on Kafka.
+embedded log and on Kafka. Commands that only look open the embedded log
+read-only, so they run beside a worker and never change a file; ``log
+check`` and ``log repair`` are for the embedded log only.
 """
 
 from __future__ import annotations

@@ -11,6 +11,13 @@ coordinator.py); partition changes reach the RebalanceListener from inside
 ``poll`` on the caller's thread. Settings follow Kafka's names and defaults:
 ``auto.offset.reset`` (latest), ``enable.auto.commit`` (true, with a group),
 ``auto.commit.interval.ms`` (5000), ``max.partition.fetch.bytes`` (1 MiB).
+
+A position past the log end that came from the group's committed offset or
+from this consumer's own reading means the log lost records the consumer
+already had: ``poll`` raises OffsetBeyondLogEndError instead of resetting
+(a reset would silently re-deliver or skip). A position set by ``seek``
+follows ``auto.offset.reset`` as in Kafka. Reading across a recorded gap
+skips it and logs it once as an ERROR.
 """
 
 from __future__ import annotations
