@@ -118,7 +118,8 @@ class StandaloneRuntime:
         from connect.runtime.status import StatusStore
         from connect.runtime.worker import Worker
 
-        backend = open_log_backend(self.config.backend_config())
+        # the owner: a second worker on the same embedded.log.dir is refused here, before anything runs
+        backend = open_log_backend(self.config.backend_config(), owner=True)
         self.backend = backend
         if self.config.uses_kafka:
             # As Kafka Connect does at start-up: an unreachable cluster is one error (within request.timeout.ms)

@@ -1,13 +1,16 @@
 """``headrace`` subcommands: topic admin and console producer/consumer for either log backend.
 
 Each takes the worker config file (``-c``), so the same commands work on the
-embedded log and on Kafka.
+embedded log and on Kafka. Commands that only look open the embedded log
+read-only, so they run beside a worker and never change a file; ``log
+check`` and ``log repair`` are for the embedded log only.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -18,20 +21,27 @@ from connect.api.topic_partition import TopicPartition
 __all__ = ["build_parser"]
 
 
-def _backend(args: argparse.Namespace):  # noqa: ANN202 - a LogBackend
+def _props(args: argparse.Namespace) -> dict[str, str]:
     from connect.cli import worker_config_for_tools
-    from connect.log import open_log_backend
 
-    props = worker_config_for_tools(args.config, args.bootstrap_server)
+    props = worker_config_for_tools(args.config, getattr(args, "bootstrap_server", None))
     if not props.get("bootstrap.servers") and args.log_dir:
         props["embedded.log.dir"] = args.log_dir
-    return open_log_backend(props)
+    return props
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _backend(args: argparse.Namespace, read_only: bool = False):  # noqa: ANN202 - a LogBackend
+    """The log the worker config names; ``read_only`` for commands that only look (they run beside a worker)."""
+    from connect.log import open_log_backend
+
+    return open_log_backend(_props(args), read_only=read_only)
+
+
+def _common(p: argparse.ArgumentParser, kafka: bool = True) -> None:
     p.add_argument("-c", "--config", help="worker .properties file (bootstrap.servers or embedded.log.dir)")
-    p.add_argument("--bootstrap-server", help="Kafka brokers; overrides the worker config")
-    p.add_argument("--log-dir", help="embedded log directory when no Kafka is configured")
+    if kafka:
+        p.add_argument("--bootstrap-server", help="Kafka brokers; overrides the worker config")
+    p.add_argument("--log-dir", "--dir", dest="log_dir", help="embedded log directory when no Kafka is configured")
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO")
 
 
@@ -49,7 +59,7 @@ def _parse_kv(items: list[str] | None, what: str) -> dict[str, str]:
 
 # --- topics -----------------------------------------------------------------------------------------------------------
 def _topics_list(args: argparse.Namespace) -> int:
-    backend = _backend(args)
+    backend = _backend(args, read_only=True)
     admin = backend.admin()
     try:
         for name in sorted(admin.list_topics(include_internal=args.include_internal)):
@@ -61,7 +71,7 @@ def _topics_list(args: argparse.Namespace) -> int:
 
 
 def _topics_describe(args: argparse.Namespace) -> int:
-    backend = _backend(args)
+    backend = _backend(args, read_only=True)
     admin = backend.admin()
     try:
         names = [args.topic] if args.topic else sorted(admin.list_topics(include_internal=args.include_internal))
@@ -72,6 +82,9 @@ def _topics_describe(args: argparse.Namespace) -> int:
             for p in range(d.partitions):
                 start, end = d.offsets.get(p, (0, 0))
                 print(f"\tTopic: {d.name}\tPartition: {p}\tStartOffset: {start}\tEndOffset: {end}")
+                for gap in d.gaps.get(p, ()):
+                    print(f"\tTopic: {d.name}\tPartition: {p}\tGap: offsets {gap.offsets_text()} lost to damage "
+                          f"in segment {gap.segment} (moved to {gap.moved_to})")
     finally:
         admin.close()
         backend.close()
@@ -142,7 +155,7 @@ def _console_consumer(args: argparse.Namespace) -> int:
     print_key = props.get("print.key", "false").lower() == "true"
     print_offset = props.get("print.offset", "false").lower() == "true"
     separator = props.get("key.separator", "\t")
-    backend = _backend(args)
+    backend = _backend(args, read_only=True)
     config: Mapping[str, Any] = {"auto.offset.reset": "earliest" if args.from_beginning else "latest",
                                  "enable.auto.commit": "false"}
     consumer = backend.consumer(args.group, config)
@@ -194,7 +207,7 @@ def _console_consumer(args: argparse.Namespace) -> int:
 
 
 def _offsets(args: argparse.Namespace) -> int:
-    backend = _backend(args)
+    backend = _backend(args, read_only=True)
     admin = backend.admin()
     try:
         offsets = admin.list_group_offsets(args.group)
@@ -202,6 +215,52 @@ def _offsets(args: argparse.Namespace) -> int:
     finally:
         admin.close()
         backend.close()
+    return 0
+
+
+# --- log check / repair ------------------------------------------------------------------------------------------------
+def _embedded_dir(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
+    from connect.cli import CliError
+
+    props = _props(args)
+    if props.get("bootstrap.servers"):
+        raise CliError("log check and log repair work on the embedded log; this worker config uses Kafka")
+    return os.path.abspath(props.get("embedded.log.dir") or "./headrace-data"), props
+
+
+def _log_check(args: argparse.Namespace) -> int:
+    from connect.log.embedded.check import check_log
+
+    root, props = _embedded_dir(args)
+    report = check_log(root, props)
+    for found in report.damaged:
+        d = found.damage
+        print(f"{found.tp}: DAMAGED {found.segment} bytes {d.start}..{d.end - 1} ({d.length} bytes), "
+              f"offsets {d.offsets_text()}")
+    for gap in report.gaps:
+        print(f"{gap.topic}-{gap.partition}: recorded gap: offsets {gap.offsets_text()} lost to damage in "
+              f"segment {gap.segment} (moved to {gap.moved_to})")
+    print(f"Checked {report.partitions} partition(s), {report.segments} segment(s), {report.batches} batch(es) "
+          f"in {root}: {len(report.damaged)} damaged range(s)")
+    if report.damaged:
+        tps = sorted({str(f.tp) for f in report.damaged})
+        print(f"Move the damage aside with 'headrace log repair' for {', '.join(tps)} while no worker runs",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _log_repair(args: argparse.Namespace) -> int:
+    from connect.log.embedded.check import repair_partition
+
+    root, props = _embedded_dir(args)
+    gaps = repair_partition(root, props, args.topic, args.partition)
+    tp = f"{args.topic}-{args.partition}"
+    if not gaps:
+        print(f"No damage found in {tp}")
+    for gap in gaps:
+        print(f"Repaired {tp}: offsets {gap.offsets_text()} lost; {gap.length} damaged bytes of segment "
+              f"{gap.segment} moved to {os.path.join(root, tp, gap.moved_to)}")
     return 0
 
 
@@ -253,4 +312,15 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--group", required=True)
     p.set_defaults(handler=_offsets)
+
+    logp = sub.add_parser("log", help="check the embedded log's files or repair a damaged partition")
+    lsub = logp.add_subparsers(dest="action")
+    p = lsub.add_parser("check", help="verify every batch of every segment; exit 1 when any is damaged")
+    _common(p, kafka=False)
+    p.set_defaults(handler=_log_check)
+    p = lsub.add_parser("repair", help="move a partition's damaged bytes aside (stop the worker first)")
+    _common(p, kafka=False)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partition", type=int, required=True)
+    p.set_defaults(handler=_log_repair)
     return parser

@@ -8,8 +8,12 @@ from typing import Any
 from connect.log.api import LogBackend
 
 
-def open_log_backend(worker_config: Mapping[str, Any]) -> LogBackend:
-    """Kafka when ``bootstrap.servers`` is set, else the embedded log under ``embedded.log.dir``."""
+def open_log_backend(worker_config: Mapping[str, Any], *, owner: bool = False, read_only: bool = False) -> LogBackend:
+    """Kafka when ``bootstrap.servers`` is set, else the embedded log under ``embedded.log.dir``.
+
+    ``owner``: a worker, which locks an embedded log directory for itself; ``read_only``: a tool that only
+    looks. Both mean nothing to Kafka.
+    """
     servers = worker_config.get("bootstrap.servers")
     if servers:
         from connect.log.kafka.backend import KafkaBackend
@@ -17,4 +21,5 @@ def open_log_backend(worker_config: Mapping[str, Any]) -> LogBackend:
         return KafkaBackend(worker_config)
     from connect.log.embedded.backend import EmbeddedBackend
 
-    return EmbeddedBackend(str(worker_config.get("embedded.log.dir") or "./headrace-data"), worker_config)
+    return EmbeddedBackend(str(worker_config.get("embedded.log.dir") or "./headrace-data"), worker_config,
+                           owner=owner, read_only=read_only)

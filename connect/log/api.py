@@ -27,6 +27,8 @@ __all__ = [
     "InvalidTopicError",
     "LogError",
     "LogBackend",
+    "LogGap",
+    "OffsetBeyondLogEndError",
     "NewTopic",
     "Producer",
     "RebalanceListener",
@@ -60,6 +62,51 @@ class UnknownTopicError(LogError):
 
 class InvalidTopicError(LogError):
     """A topic name the log cannot accept (Kafka's InvalidTopicException)."""
+
+
+class OffsetBeyondLogEndError(LogError):
+    """A consumer's position (its group's committed offset, or where it had read to) lies past the log end.
+
+    The log lost records that were already consumed (damage, or a log directory
+    restored from an older copy). Resetting silently would re-deliver or skip
+    data, so the consumer stops here and an operator decides.
+    """
+
+    def __init__(self, topic: str, partition: int, offset: int, log_end: int, source: str,
+                 group: str | None = None) -> None:
+        who = f" of group {group}" if group else ""
+        super().__init__(
+            f"The {source} offset {offset}{who} for {topic}-{partition} is past the log end {log_end}: "
+            f"records this consumer already had are no longer in the log. Not resetting on my own; "
+            f"check the partition's gaps ('headrace topics describe --topic {topic}') and reset the "
+            f"offsets to go on"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.log_end = log_end
+
+
+@attrs.frozen
+class LogGap:
+    """Offsets of one partition lost to damage on disk; the intact records on either side are kept.
+
+    ``last_offset`` is None when the damage reached the end of the log, so how
+    many offsets it held is unknown.
+    """
+
+    topic: str
+    partition: int
+    first_offset: int
+    last_offset: int | None
+    segment: str = ""  # the segment file that held the damaged bytes
+    position: int = 0  # their byte position in it
+    length: int = 0  # how many bytes
+    moved_to: str = ""  # the file they were moved to
+    detected_ms: int = 0
+
+    def offsets_text(self) -> str:
+        return f"{self.first_offset}..{'?' if self.last_offset is None else self.last_offset}"
 
 
 @attrs.frozen
@@ -140,6 +187,8 @@ class TopicDescription:
     configs: Mapping[str, str]
     # per partition: (log start offset, log end offset)
     offsets: Mapping[int, tuple[int, int]] = attrs.field(factory=dict)
+    # per partition: offsets lost to damage on disk (only partitions that have any)
+    gaps: Mapping[int, tuple[LogGap, ...]] = attrs.field(factory=dict)
 
 
 class RebalanceListener(abc.ABC):
@@ -278,6 +327,10 @@ class Admin(abc.ABC):
 
     @abc.abstractmethod
     def cluster_id(self) -> str: ...
+
+    def log_gaps(self, topics: Sequence[str] | None = None) -> dict[TopicPartition, list[LogGap]]:
+        """Offsets lost to damage on disk, per partition that has any (for metrics and tools)."""
+        return {}
 
     @abc.abstractmethod
     def close(self) -> None: ...

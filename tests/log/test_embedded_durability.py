@@ -112,24 +112,30 @@ def test_torn_tail_is_truncated_on_reopen(tmp_path, caplog) -> None:
     backend.close()
 
 
-def test_corrupt_last_batch_fails_its_crc_and_is_dropped(tmp_path, caplog) -> None:
+def test_a_damaged_last_batch_is_moved_aside_as_a_gap_and_its_offsets_are_not_reused(tmp_path, caplog) -> None:
     backend = open_backend(tmp_path)
     backend.admin().create_topic(NewTopic("t", 1))
     fill(backend, 4)
     backend.close()
     seg = tmp_path / "t-0" / "00000000000000000000.log"
     data = bytearray(seg.read_bytes())
-    data[-3] ^= 0xFF  # inside the last batch's value bytes
+    data[-3] ^= 0xFF  # inside the last batch's value bytes: a complete batch that fails its CRC
     seg.write_bytes(bytes(data))
 
     with caplog.at_level(logging.WARNING, logger="connect.log.embedded"):
         backend = open_backend(tmp_path)
-    assert any("dropping" in r.getMessage() for r in caplog.records)
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "t-0" in errors[0] and "offsets 30..39" in errors[0]
+    damaged = tmp_path / "t-0" / f"00000000000000000000.{len(data) * 3 // 4}.damaged"
+    assert damaged.read_bytes() == bytes(data[len(data) * 3 // 4:])
     offsets, _ = read_all(backend)
     assert offsets == list(range(30))
-    assert backend.consumer().end_offsets([TP]) == {TP: 30}
+    # the lost offsets stay lost: the log end is past them and new records come after them
+    assert backend.consumer().end_offsets([TP]) == {TP: 40}
     fill(backend, 1)
-    assert read_all(backend, start=30)[0] == list(range(30, 40))
+    assert read_all(backend, start=30)[0] == list(range(40, 50))
+    (gap,) = backend.admin().describe_topic("t").gaps[0]
+    assert (gap.first_offset, gap.last_offset, gap.segment) == (30, 39, "00000000000000000000.log")
     backend.close()
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from connect.api.topic_partition import TopicPartition
-from connect.log.api import Admin, LogError, NewTopic, TopicDescription
+from connect.log.api import Admin, LogError, LogGap, NewTopic, TopicDescription
 from connect.log.embedded.coordinator import group_has_members
 from connect.log.embedded.groups import GroupOffsetStore
 from connect.log.embedded.topics import TopicStore
@@ -30,10 +30,27 @@ class EmbeddedAdmin(Admin):
             plog = self._store.partition_log(name, p)
             offsets[p] = (plog.start_offset(), plog.end_offset())
         config = self._store.topic_config(meta)
-        return TopicDescription(name, meta.partitions, dict(config.effective), offsets)
+        gaps = self._gaps_of(name, meta.partitions)
+        return TopicDescription(name, meta.partitions, dict(config.effective), offsets,
+                                {tp.partition: tuple(g) for tp, g in gaps.items()})
+
+    def _gaps_of(self, name: str, partitions: int) -> dict[TopicPartition, list[LogGap]]:
+        out = {}
+        for p in range(partitions):
+            gaps = self._store.partition_log(name, p).gaps()
+            if gaps:
+                out[TopicPartition(name, p)] = list(gaps)
+        return out
+
+    def log_gaps(self, topics: Sequence[str] | None = None) -> dict[TopicPartition, list[LogGap]]:
+        out: dict[TopicPartition, list[LogGap]] = {}
+        for name in topics if topics is not None else self._store.list(include_internal=True):
+            out.update(self._gaps_of(name, self._store.meta(name).partitions))
+        return out
 
     def delete_topic(self, name: str) -> None:
         self._store.delete(name)
+        self._offsets.forget_topic(name)
 
     def list_group_offsets(self, group: str) -> dict[TopicPartition, int]:
         return self._offsets.read(group)

@@ -1,8 +1,19 @@
 """EmbeddedBackend: the durable on-disk log under one directory, wired together.
 
-Opening it recovers every partition (a torn tail left by a crash is cut off)
-and starts the ``embedded-log-cleaner`` thread, which applies retention and
-compaction every ``log.retention.check.interval.ms`` (default 300000).
+Three ways to open it:
+
+* ``owner=True`` (a worker, ``headrace log repair``): takes the directory's
+  owner lock first (see dirlock.py), so a second worker on the same
+  directory is refused, then recovers every partition;
+* the default, a writer (tests, the console producer): recovers every
+  partition it opens, takes no owner lock, so it may run beside a worker;
+* ``read_only=True`` (``headrace topics``, console consumer, ``log check``):
+  changes, creates and recovers nothing; it cannot produce.
+
+Recovery cuts off a torn tail and moves damage aside, keeping the intact
+batches after it and recording the lost offsets as a gap (partition.py).
+Writers start the ``embedded-log-cleaner`` thread, which applies retention
+and compaction every ``log.retention.check.interval.ms`` (default 300000).
 
 Worker settings read here, besides the broker-style topic defaults listed
 in config.py: ``num.partitions`` (1) and ``auto.create.topics.enable``
@@ -20,11 +31,12 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from connect.log.api import Admin, Consumer, LogBackend, Producer
+from connect.log.api import Admin, Consumer, LogBackend, LogError, Producer
 from connect.log.embedded.admin import EmbeddedAdmin
 from connect.log.embedded.cleaner import CleaningStats, LogCleaner
 from connect.log.embedded.config import client_bool, client_int
 from connect.log.embedded.consumer import EmbeddedConsumer
+from connect.log.embedded.dirlock import DirectoryLock
 from connect.log.embedded.groups import GroupOffsetStore
 from connect.log.embedded.producer import EmbeddedProducer
 from connect.log.embedded.signals import signals_for
@@ -36,23 +48,39 @@ log = logging.getLogger(__name__)
 class EmbeddedBackend(LogBackend):
     name = "embedded"
 
-    def __init__(self, log_dir: str, worker_config: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, log_dir: str, worker_config: Mapping[str, Any] | None = None, *, owner: bool = False,
+                 read_only: bool = False) -> None:
+        if owner and read_only:
+            raise ValueError("an owner writes; it cannot be read-only")
         self.log_dir = os.path.abspath(log_dir)
+        self.read_only = read_only
         self._worker_config = dict(worker_config or {})
-        signals = signals_for(self.log_dir)
-        self._signals = signals
-        self._store = TopicStore(self.log_dir, self._worker_config, signals.topics_changed, signals.data_appended)
-        durable = client_bool(self._worker_config, "embedded.log.fsync", False)
-        self._offsets = GroupOffsetStore(self.log_dir, durable=durable)
-        opened = self._store.open_logs()
-        log.info("Opened the embedded log at %s (%d partition(s))", self.log_dir, len(opened))
-        interval = client_int(self._worker_config, "log.retention.check.interval.ms", 300000)
-        self._cleaner = LogCleaner(self._store, interval)
-        self._cleaner.start()
+        self._owner_lock = DirectoryLock(self.log_dir) if owner else None
+        try:
+            signals = signals_for(self.log_dir)
+            self._signals = signals
+            self._store = TopicStore(self.log_dir, self._worker_config, signals.topics_changed,
+                                     signals.data_appended, read_only=read_only)
+            durable = client_bool(self._worker_config, "embedded.log.fsync", False)
+            self._offsets = GroupOffsetStore(self.log_dir, durable=durable, read_only=read_only)
+            if not read_only:
+                opened = self._store.open_logs()
+                log.info("Opened the embedded log at %s (%d partition(s))", self.log_dir, len(opened))
+        except BaseException:
+            if self._owner_lock is not None:
+                self._owner_lock.release()
+            raise
+        self._cleaner: LogCleaner | None = None
+        if not read_only:
+            interval = client_int(self._worker_config, "log.retention.check.interval.ms", 300000)
+            self._cleaner = LogCleaner(self._store, interval)
+            self._cleaner.start()
         self._clients: weakref.WeakSet[Producer | Consumer] = weakref.WeakSet()
         self._closed = False
 
     def producer(self, config: Mapping[str, Any] | None = None) -> Producer:
+        if self.read_only:
+            raise LogError(f"The embedded log at {self.log_dir} is open read-only; it cannot produce")
         p = EmbeddedProducer(self._store, config or {}, self._worker_config)
         self._clients.add(p)
         return p
@@ -67,13 +95,16 @@ class EmbeddedBackend(LogBackend):
 
     def run_cleaner_once(self, now_ms: int | None = None) -> CleaningStats:
         """Apply retention and compaction to every partition now (``now_ms`` overrides the clock)."""
+        if self._cleaner is None:
+            raise LogError(f"The embedded log at {self.log_dir} is open read-only")
         return self._cleaner.run_once(now_ms)
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        self._cleaner.stop()
+        if self._cleaner is not None:
+            self._cleaner.stop()
         for client in list(self._clients):
             try:
                 client.close()
@@ -81,3 +112,5 @@ class EmbeddedBackend(LogBackend):
                 log.exception("Closing %r failed", client)
         self._store.close()
         self._offsets.close()
+        if self._owner_lock is not None:
+            self._owner_lock.release()

@@ -11,6 +11,13 @@ coordinator.py); partition changes reach the RebalanceListener from inside
 ``poll`` on the caller's thread. Settings follow Kafka's names and defaults:
 ``auto.offset.reset`` (latest), ``enable.auto.commit`` (true, with a group),
 ``auto.commit.interval.ms`` (5000), ``max.partition.fetch.bytes`` (1 MiB).
+
+A position past the log end that came from the group's committed offset or
+from this consumer's own reading means the log lost records the consumer
+already had: ``poll`` raises OffsetBeyondLogEndError instead of resetting
+(a reset would silently re-deliver or skip). A position set by ``seek``
+follows ``auto.offset.reset`` as in Kafka. Reading across a recorded gap
+skips it and logs it once as an ERROR.
 """
 
 from __future__ import annotations
@@ -25,7 +32,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connect.api.topic_partition import TopicPartition
-from connect.log.api import Consumer, FetchedBatch, LogError, RebalanceListener, UnknownTopicError
+from connect.log.api import (
+    Consumer,
+    FetchedBatch,
+    LogError,
+    OffsetBeyondLogEndError,
+    RebalanceListener,
+    UnknownTopicError,
+)
 from connect.log.embedded.codec import DecodedBatch
 from connect.log.embedded.config import client_bool, client_int
 from connect.log.embedded.coordinator import GroupCoordinator, coordinator_for
@@ -45,13 +59,15 @@ _MAX_IDLE_WAIT_S = 0.025
 
 
 class _Partition:
-    __slots__ = ("buffer", "log", "paused", "position", "reader", "tp")
+    __slots__ = ("buffer", "log", "origin", "paused", "position", "reader", "tp")
 
     def __init__(self, tp: TopicPartition) -> None:
         self.tp = tp
         self.log: PartitionLog | None = None
         self.reader: PartitionReader | None = None
         self.position: int | None = None  # None: decide from the committed offset or the reset policy
+        # where ``position`` came from: "committed", "seek", "reset" or "read" (advanced by fetching)
+        self.origin = "reset"
         self.paused = False
         self.buffer: collections.deque[DecodedBatch] = collections.deque()
 
@@ -231,6 +247,7 @@ class EmbeddedConsumer(Consumer):
             st.position = plog.end_offset()
         else:
             raise LogError(f"{why} for {st.tp} and auto.offset.reset=none")
+        st.origin = "reset"
         st.buffer.clear()
 
     def _init_position(self, st: _Partition) -> int:
@@ -238,6 +255,7 @@ class EmbeddedConsumer(Consumer):
             committed = self._offsets.read(self._group).get(st.tp) if self._group else None
             if committed is not None:
                 st.position = committed
+                st.origin = "committed"
             else:
                 self._reset_position(st, "no committed offset")
         assert st.position is not None
@@ -248,12 +266,14 @@ class EmbeddedConsumer(Consumer):
         if offset < 0:
             raise LogError(f"cannot seek {partition} to negative offset {offset}")
         st.position = offset
+        st.origin = "seek"
         st.buffer.clear()
 
     def seek_to_beginning(self, partitions: Sequence[TopicPartition]) -> None:
         for tp in partitions:
             st = self._state(tp)
             st.position = self._open(st).start_offset()
+            st.origin = "seek"
             st.buffer.clear()
 
     def position(self, partition: TopicPartition) -> int:
@@ -328,7 +348,12 @@ class EmbeddedConsumer(Consumer):
         for st in states[start:] + states[:start]:
             if budget <= 0:
                 break
-            pieces = self._fetch_partition(st, budget)
+            try:
+                pieces = self._fetch_partition(st, budget)
+            except LogError:
+                if out:
+                    break  # hand out what was read; the error comes again with the next poll
+                raise
             if pieces:
                 budget -= sum(len(p.offsets) for p in pieces)
                 out.extend(_to_fetched(st.tp, pieces))
@@ -341,8 +366,15 @@ class EmbeddedConsumer(Consumer):
         fetched = 0
         while budget > 0:
             if not buffer:
-                if fetched >= self._fetch_bytes or not self._refill(st, self._fetch_bytes - fetched):
+                if fetched >= self._fetch_bytes:
                     break
+                try:
+                    if not self._refill(st, self._fetch_bytes - fetched):
+                        break
+                except LogError:
+                    if pieces:
+                        break  # hand out what was read; the error comes again with the next poll
+                    raise
                 assert st.reader is not None
                 fetched += st.reader.bytes_read
             batch = buffer[0]
@@ -369,12 +401,18 @@ class EmbeddedConsumer(Consumer):
             try:
                 st.buffer.extend(reader.read(position, max_bytes))
             except OffsetOutOfRange as e:
+                if e.offset > e.end and st.origin in ("committed", "read"):
+                    # the log lost what this consumer already had: a reset would re-deliver or skip silently
+                    raise OffsetBeyondLogEndError(st.tp.topic, st.tp.partition, e.offset, e.end,
+                                                  "committed" if st.origin == "committed" else "current",
+                                                  self._group) from None
                 log.info("Offset %d is out of range [%d, %d] for %s; resetting to %s",
                          e.offset, e.start, e.end, st.tp, self._reset)
                 self._reset_position(st, f"offset {e.offset} out of range")
                 return False
         except UnknownTopicError:
             return False
+        st.origin = "read"
         if not st.buffer:
             # the reader may have passed batches that compaction emptied
             if reader.next_offset > position:

@@ -1,4 +1,10 @@
-"""Filesystem primitives shared by the embedded log: cross-process locks and atomic file replacement."""
+"""Filesystem primitives shared by the embedded log: cross-process locks, atomic file replacement, private modes.
+
+Everything the log creates is owner-only (directories 0700, files 0600)
+whatever the umask: records may hold secrets. ``open_private`` and
+``make_private_dir`` also tighten what an older version left group- or
+world-readable.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,38 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
+
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+def _tighten(fd_or_path: int | str, st_mode: int, wanted: int) -> None:
+    if st_mode & 0o777 != wanted:
+        try:
+            if isinstance(fd_or_path, int):
+                os.fchmod(fd_or_path, wanted)
+            else:
+                os.chmod(fd_or_path, wanted)
+        except PermissionError:
+            pass  # not ours to change (another user's file): leave it as it is
+
+
+def open_private(path: str, flags: int) -> int:
+    """``os.open`` that creates (or finds) the file with mode 0600 regardless of the umask."""
+    fd = os.open(path, flags, PRIVATE_FILE)
+    if flags & os.O_CREAT:
+        try:
+            _tighten(fd, os.fstat(fd).st_mode, PRIVATE_FILE)
+        except BaseException:
+            os.close(fd)
+            raise
+    return fd
+
+
+def make_private_dir(path: str) -> None:
+    """Create ``path`` (and missing parents) as 0700; an existing directory is tightened to 0700."""
+    os.makedirs(path, PRIVATE_DIR, exist_ok=True)
+    _tighten(path, os.stat(path).st_mode, PRIVATE_DIR)
 
 
 class FileLock:
@@ -19,7 +57,7 @@ class FileLock:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd = open_private(path, os.O_RDWR | os.O_CREAT)
         self._thread_lock = threading.Lock()
 
     @property
@@ -78,7 +116,7 @@ def atomic_write(path: str, data: bytes, durable: bool = True) -> None:
     directory, name = os.path.split(path)
     # not derived from ``name``: a name near the 255-byte limit must still get a temporary file
     tmp = os.path.join(directory, f".tmp-{os.getpid()}-{threading.get_ident()}-{uuid.uuid4().hex[:8]}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
         view = memoryview(data)
         while view:

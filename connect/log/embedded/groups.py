@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from urllib.parse import quote
 
 from connect.api.topic_partition import TopicPartition
-from connect.log.embedded.fsutil import FileLock, atomic_write
+from connect.log.embedded.fsutil import FileLock, atomic_write, make_private_dir
 
 GROUPS_DIR = "__consumer_offsets"
 
@@ -30,11 +30,20 @@ def _file_name(group: str) -> str:
 
 
 class GroupOffsetStore:
-    def __init__(self, root: str, durable: bool = False) -> None:
+    def __init__(self, root: str, durable: bool = False, read_only: bool = False) -> None:
         self.dir = os.path.join(root, GROUPS_DIR)
-        os.makedirs(self.dir, exist_ok=True)
+        if not read_only:
+            make_private_dir(self.dir)
         self._durable = durable
-        self._lock = FileLock(os.path.join(self.dir, ".lock"))
+        self._lock_obj: FileLock | None = None
+
+    @property
+    def _lock(self) -> FileLock:
+        # made on the first commit, so that a read-only open creates nothing
+        if self._lock_obj is None:
+            make_private_dir(self.dir)
+            self._lock_obj = FileLock(os.path.join(self.dir, ".lock"))
+        return self._lock_obj
 
     def _path(self, group: str) -> str:
         return os.path.join(self.dir, _file_name(group))
@@ -68,6 +77,25 @@ class GroupOffsetStore:
             data = json.dumps({"group": group, "offsets": entries}).encode()
             atomic_write(self._path(group), data, durable=self._durable)
 
+    def forget_topic(self, topic: str) -> None:
+        """Drop every group's committed offsets of a deleted topic, as Kafka's group coordinator does."""
+        if not os.path.isdir(self.dir):
+            return
+        with self._lock.hold():
+            for name in os.listdir(self.dir):
+                if not name.endswith(".json"):
+                    continue
+                path = os.path.join(self.dir, name)
+                try:
+                    with open(path, encoding="utf-8") as f:
+                        raw = json.load(f)
+                except (OSError, ValueError):
+                    continue
+                kept = [e for e in raw.get("offsets", []) if e.get("topic") != topic]
+                if len(kept) != len(raw.get("offsets", [])):
+                    raw["offsets"] = kept
+                    atomic_write(path, json.dumps(raw).encode(), durable=self._durable)
+
     def delete(self, group: str) -> bool:
         with self._lock.hold(), contextlib.suppress(FileNotFoundError):
             os.unlink(self._path(group))
@@ -75,4 +103,5 @@ class GroupOffsetStore:
         return False
 
     def close(self) -> None:
-        self._lock.close()
+        if self._lock_obj is not None:
+            self._lock_obj.close()

@@ -26,7 +26,7 @@ from array import array
 from collections.abc import Iterable
 
 from connect.log.embedded.codec import BatchHeader
-from connect.log.embedded.fsutil import atomic_write
+from connect.log.embedded.fsutil import atomic_write, open_private
 
 _OFFSET_ENTRY = struct.Struct("<iI")  # offset relative to the segment base, byte position
 _TIME_ENTRY = struct.Struct("<qi")  # max timestamp so far, offset relative to the segment base
@@ -47,7 +47,7 @@ class _IndexFile:
             return True
         flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
         try:
-            self._fd = os.open(self.path, flags, 0o644)
+            self._fd = open_private(self.path, flags) if create else os.open(self.path, flags)
         except FileNotFoundError:
             return False
         return True

@@ -13,13 +13,17 @@ They agree through two things in the partition's ``.lock`` file:
   readers notice rolls and deletions with one ``pread`` instead of listing
   the directory.
 
-Reading never takes the lock. A batch becomes visible to readers only once
-it is complete in the file, so a half-written or torn tail simply looks like
-"no more data yet"; only recovery, under the lock, truncates it. Recovery
-runs when a process first opens a partition (and whenever an appender finds
-a tail it cannot account for): it checks the indexes, re-validates the
-active segment from its last index entry with CRCs, and cuts off anything
-torn, logging a warning with the byte position and the bytes dropped.
+Reading never takes the lock and never changes a file. A batch becomes
+visible to readers only once it is complete in the file, so a half-written
+or torn tail simply looks like "no more data yet". Only a writer recovers:
+when a process that appends first takes a partition (at open for a writing
+backend, else at its first append), and whenever an appender finds a tail
+it cannot account for. Recovery checks the indexes and re-validates the
+whole active segment with CRCs. A torn tail (an incomplete last batch) is
+cut off with a warning; damage elsewhere is moved aside without touching
+the intact batches after it, and the offsets it held become a gap: an
+ERROR line, an entry in ``gaps.json`` (see gaps.py, damage.py). ``repair``
+does the same for every segment, closed ones included.
 """
 
 from __future__ import annotations
@@ -35,10 +39,12 @@ import time
 from collections.abc import Callable
 
 from connect.api.topic_partition import TopicPartition
-from connect.log.api import LogError, UnknownTopicError
+from connect.log.api import LogError, LogGap, UnknownTopicError
 from connect.log.embedded.codec import EncodedBatch, check_crc
 from connect.log.embedded.config import LONG_MAX, TopicConfig
+from connect.log.embedded.damage import REWRITE_SUFFIX, Damage, damage_of, is_torn, set_aside, walk
 from connect.log.embedded.fsutil import FileLock, atomic_write, fsync_dir
+from connect.log.embedded.gaps import gap_floor, read_gaps, record_gaps
 from connect.log.embedded.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -89,6 +95,7 @@ class PartitionLog:
         tp: TopicPartition,
         config: TopicConfig,
         on_append: Callable[[], None] | None = None,
+        recover: bool = True,
     ) -> None:
         self.directory = directory
         self.tp = tp
@@ -101,6 +108,9 @@ class PartitionLog:
         self._view: tuple[tuple[LogSegment, ...], list[int]] = ((), [])
         self._generation: int | None = None
         self.deleted = False
+        self._recovered = False  # set once this process, as a writer, has recovered the partition
+        self._gaps: tuple[LogGap, ...] = ()
+        self._gap_floor = 0
         # Appender state. Valid only under the lock, and only while the active
         # segment is still ``_append_seg`` with exactly ``_known_size`` bytes.
         self._append_seg: LogSegment | None = None
@@ -112,6 +122,11 @@ class PartitionLog:
         # Reader-side scan position at the end of the active segment.
         self._tail_mutex = threading.Lock()
         self._tail: tuple[LogSegment | None, int, int] = (None, 0, 0)
+        if recover:
+            self.recover()
+
+    def recover(self) -> None:
+        """Recover the partition now, as its writer (a no-op once done in this process)."""
         with self._lock.hold():
             self._sync_locked()
 
@@ -145,6 +160,9 @@ class PartitionLog:
                     continue  # deleted while we looked
                 found.append(seg)
             found.sort(key=lambda s: s.base_offset)
+            # every change to gaps.json comes with a generation bump, so this is the one place to read it
+            self._gaps = read_gaps(self.directory, self.tp)
+            self._gap_floor = gap_floor(self._gaps)
             self._view = (tuple(found), [s.base_offset for s in found])
             self._generation = gen
 
@@ -168,6 +186,17 @@ class PartitionLog:
         """The current segments, oldest first (one pread when nothing changed)."""
         return self._refreshed_view()[0]
 
+    def gaps(self) -> tuple[LogGap, ...]:
+        """Offsets of this partition lost to damage, oldest first, as recorded by recovery and repair."""
+        self._refreshed_view()
+        return self._gaps
+
+    def replaced(self, seg: LogSegment) -> bool:
+        """Whether ``seg`` is no longer the file at its base offset (rewritten or deleted since it was opened)."""
+        segs, bases = self._refreshed_view()
+        i = bisect.bisect_left(bases, seg.base_offset)
+        return i >= len(segs) or segs[i] is not seg
+
     # -- recovery and catching up (lock held) ----------------------------------
 
     def _sync_locked(self) -> LogSegment:
@@ -176,16 +205,10 @@ class PartitionLog:
         if gen == _DELETED:
             self.deleted = True
             raise UnknownTopicError(f"topic {self.tp.topic} was deleted")
+        if not self._recovered:
+            return self._recover_locked(gen)
         if gen != self._generation:
-            first_open = self._generation is None
-            if first_open:
-                self._finish_interrupted_swap_locked()
             self._rescan(gen)
-            if not self._segments:
-                LogSegment(self.directory, 0, create=True)
-                self._bump_generation_locked()
-            if first_open:
-                self._check_indexes_locked()
         active = self._segments[-1]
         size = active.size()
         if active is not self._append_seg or size < self._known_size:
@@ -193,8 +216,25 @@ class PartitionLog:
         elif size != self._known_size:
             active.index.refresh()
             active.time_index.refresh()
-            self._scan_tail_locked(active, self._known_size, size)
-        return active
+            if self._scan_tail_locked(active, self._known_size, size):
+                self._load_active_locked(self._segments[-1])
+        return self._segments[-1]
+
+    def _recover_locked(self, gen: int) -> LogSegment:
+        """A writer's first look: finish what a crash interrupted, check indexes, validate the active segment."""
+        self._finish_interrupted_swap_locked()
+        for name in os.listdir(self.directory):
+            if name.endswith(REWRITE_SUFFIX):  # a repair or recovery that died before its swap
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(self.directory, name))
+        self._rescan(gen)
+        if not self._segments:
+            LogSegment(self.directory, 0, create=True)
+            self._bump_generation_locked()
+        self._check_indexes_locked()
+        self._recovered = True
+        self._load_active_locked(self._segments[-1], full=True)
+        return self._segments[-1]
 
     def _check_indexes_locked(self) -> None:
         """On first open: rebuild any segment's indexes that do not fit its log."""
@@ -204,14 +244,15 @@ class PartitionLog:
                             self.tp, segment_name(seg.base_offset))
                 seg.rebuild_indexes(self.config.index_interval_bytes)
 
-    def _load_active_locked(self, seg: LogSegment) -> None:
+    def _load_active_locked(self, seg: LogSegment, full: bool = False) -> None:
+        """Take up appending to ``seg``: from its last good index entry, or (``full``) validating all of it."""
         seg.index_checked = False
         seg.check_index()
         index = seg.index
         if index.file_entries() != len(index):
             index.truncate(len(index))  # what the check cut must go from the file too
         # An indexed batch that fails its CRC cannot be a starting point.
-        while len(index):
+        while len(index) and not full:
             pos = index.last_position
             hdr = seg.header_at(pos)
             if hdr is not None and check_crc(seg.read(pos, hdr.total_size), 0, hdr):
@@ -219,12 +260,17 @@ class PartitionLog:
             index.truncate(len(index) - 1)
         self._append_seg = seg
         self._next_offset = seg.base_offset
-        self._known_size = index.last_position
+        self._known_size = 0 if full else index.last_position
         tindex = seg.time_index
         tindex.refresh()
         last = tindex.last_entry()
         self._max_ts, self._max_ts_offset = last if last is not None else (-1, -1)
-        self._scan_tail_locked(seg, self._known_size, seg.size())
+        if self._scan_tail_locked(seg, self._known_size, seg.size()):
+            # damage was moved out: the segment is a new file now
+            self._load_active_locked(self._segments[-1])
+            return
+        # lost offsets are never handed out again, so a consumer never mistakes new records for them
+        self._next_offset = max(self._next_offset, self._gap_floor)
         if tindex.keep_valid(self._next_offset - 1):
             last = tindex.last_entry()
             self._max_ts, self._max_ts_offset = last if last is not None else (-1, -1)
@@ -232,24 +278,38 @@ class PartitionLog:
                 if hdr.max_timestamp > self._max_ts:
                     self._max_ts, self._max_ts_offset = hdr.max_timestamp, hdr.base_offset
 
-    def _scan_tail_locked(self, seg: LogSegment, pos: int, size: int) -> None:
-        """Account for the complete batches in [pos, size); truncate whatever follows them."""
-        while pos < size:
-            hdr = seg.header_at(pos)
-            if hdr is None or pos + hdr.total_size > size:
+    def _scan_tail_locked(self, seg: LogSegment, pos: int, size: int) -> bool:
+        """Account for the intact batches in [pos, size): cut off a torn tail, move damage aside.
+
+        Returns True when damage was moved out, which replaces the segment's
+        file (the caller must take up the new one).
+        """
+        damage: list[Damage] = []
+        torn_at = None
+        for start, end, hdr, expected in walk(seg, pos, size, self._next_offset):
+            if hdr is not None:
+                self._next_offset = hdr.last_offset + 1
+                if hdr.max_timestamp > self._max_ts:
+                    self._max_ts = hdr.max_timestamp
+                    self._max_ts_offset = hdr.base_offset
+                pos = end
+                continue
+            if end == size and is_torn(seg, start, size, expected):
+                torn_at = start
                 break
-            if not check_crc(seg.read(pos, hdr.total_size), 0, hdr) or hdr.base_offset < self._next_offset:
-                break
-            self._next_offset = hdr.last_offset + 1
-            if hdr.max_timestamp > self._max_ts:
-                self._max_ts = hdr.max_timestamp
-                self._max_ts_offset = hdr.base_offset
-            pos += hdr.total_size
-        if pos < size:
+            damage.append(damage_of(seg, start, end, size, expected, None))
+            pos = end
+        if torn_at is not None:
             log.warning(
-                "Recovering %s: truncating segment %s at byte position %d, dropping %d bytes of a torn or corrupt tail",
-                self.tp, segment_name(seg.base_offset), pos, size - pos,
+                "Recovering %s: truncating segment %s at byte position %d, dropping %d bytes of a torn tail "
+                "(an incomplete last batch, never acknowledged)",
+                self.tp, segment_name(seg.base_offset), torn_at, size - torn_at,
             )
+        if damage:
+            self._excise_locked(seg, damage, size if torn_at is None else torn_at)
+            return True
+        if torn_at is not None:
+            pos = torn_at
             seg.truncate(pos)
             keep = seg.index.first_at_or_after(pos)
             if keep < len(seg.index):
@@ -258,6 +318,59 @@ class PartitionLog:
             with self._tail_mutex:
                 self._tail = (None, 0, 0)
         self._known_size = pos
+        return False
+
+    def _excise_locked(self, seg: LogSegment, damage: list[Damage], keep_until: int) -> None:
+        """Move damaged runs out of ``seg`` into files beside it and record the offsets they held as gaps."""
+        new_file, moved = set_aside(seg, damage, keep_until)
+        detected = now_ms()
+        seg_file = os.path.basename(seg.log_path)
+        gaps = [
+            LogGap(self.tp.topic, self.tp.partition, d.first_offset, d.last_offset, seg_file, d.start, d.length,
+                   os.path.basename(path), detected)
+            for d, path in zip(damage, moved, strict=True)
+            if d.last_offset is None or d.last_offset >= d.first_offset
+        ]
+        # recorded before the bytes leave the segment: a crash in between finds the damage again
+        record_gaps(self.directory, self.tp, gaps)
+        os.replace(new_file, seg.log_path)
+        fsync_dir(self.directory)
+        for d, path in zip(damage, moved, strict=True):
+            if d.last_offset is not None and d.last_offset < d.first_offset:
+                log.error("Damaged bytes in %s: %d bytes at byte position %d of %s held no offsets; moved to %s",
+                          self.tp, d.length, d.start, seg.log_path, path)
+            else:
+                log.error("Gap in %s: offsets %s lost to damage in segment %s (%d bytes at byte position %d, "
+                          "moved to %s); the intact batches around them are kept",
+                          self.tp, d.offsets_text(), seg.log_path, d.length, d.start, path)
+        rebuilt = LogSegment(self.directory, seg.base_offset)
+        try:
+            rebuilt.rebuild_indexes(self.config.index_interval_bytes)
+        finally:
+            rebuilt.close()
+        self._append_seg = None
+        self._bump_generation_locked()
+        with self._tail_mutex:
+            self._tail = (None, 0, 0)
+
+    def repair(self) -> list[LogGap]:
+        """Move the damage of every segment aside (closed ones too); returns the gaps this found.
+
+        The caller makes sure no other writer runs (``headrace log repair`` holds the directory lock).
+        """
+        with self._lock.hold():
+            before = {(g.segment, g.first_offset) for g in read_gaps(self.directory, self.tp)}
+            self._sync_locked()
+            segs = self._segments
+            for i, seg in enumerate(segs[:-1]):
+                size = seg.size()
+                damage = [damage_of(seg, start, end, size, expected, segs[i + 1].base_offset)
+                          for start, end, hdr, expected in walk(seg, 0, size, seg.base_offset) if hdr is None]
+                if damage:
+                    self._excise_locked(seg, damage, size)
+            self._load_active_locked(self._segments[-1], full=True)
+            self._rescan(self._read_generation())
+            return [g for g in self._gaps if (g.segment, g.first_offset) not in before]
 
     def _finish_interrupted_swap_locked(self) -> None:
         """Complete a compaction swap that a crash cut short (its marker is still there)."""
@@ -383,7 +496,7 @@ class PartitionLog:
                 nxt = hdr.last_offset + 1
                 pos = p + hdr.total_size
             self._tail = (active, pos, nxt)
-        return nxt
+        return max(nxt, self._gap_floor)
 
     def segment_after(self, seg: LogSegment) -> LogSegment | None:
         segs, bases = self._refreshed_view()

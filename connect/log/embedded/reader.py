@@ -14,6 +14,7 @@ from connect.log.embedded.codec import (
     decode,
     parse_header,
 )
+from connect.log.embedded.damage import next_intact_batch
 from connect.log.embedded.partition import PartitionLog
 from connect.log.embedded.segment import LogSegment
 
@@ -51,6 +52,7 @@ class PartitionReader:
         self._pos = 0
         self.next_offset = -1
         self.bytes_read = 0  # bytes of batches the last read() went past
+        self._gaps_told: set[int] = set()  # first offsets of the gaps this reader has logged
 
     def reset(self) -> None:
         self._seg = None
@@ -67,6 +69,7 @@ class PartitionReader:
         seg, pos = self._seg, self._pos
         out: list[DecodedBatch] = []
         seen_closed = False
+        relocated = False
         self.bytes_read = 0
         while True:
             data = seg.read(pos, max_bytes)
@@ -83,6 +86,11 @@ class PartitionReader:
                 continue  # only skipped batches so far
             nxt = self.log.segment_after(seg)
             if nxt is None:
+                if not relocated and self.log.replaced(seg):
+                    # a writer moved damage out of this segment: its file is new, read on in that
+                    relocated = True
+                    seg, pos = self.log.locate(self.next_offset)
+                    continue
                 break  # the end of the log, for now
             if not seen_closed:
                 # ``seg`` was rolled: read it once more, since it may have
@@ -110,16 +118,18 @@ class PartitionReader:
             try:
                 hdr = parse_header(data, p)
             except CorruptBatchError:
-                self._check_tail(seg, file_pos + p, None)
+                self._check_tail(seg, file_pos + p, None, out)
                 return p, None
             end = p + hdr.total_size
             if end > n:
                 return p, hdr
             if hdr.last_offset >= offset:
+                if hdr.base_offset > offset:
+                    self._crossed(offset, hdr.base_offset)
                 try:
                     batch = trim(decode(data, p, hdr), offset)
                 except CorruptBatchError:
-                    self._check_tail(seg, file_pos + p, hdr)
+                    self._check_tail(seg, file_pos + p, hdr, out)
                     return p, None
                 if batch is not None:
                     out.append(batch)
@@ -128,8 +138,32 @@ class PartitionReader:
             p = end
         return p, None
 
-    def _check_tail(self, seg: LogSegment, pos: int, hdr: BatchHeader | None) -> None:
-        """Bad bytes at the very end of the active segment are a torn write awaiting recovery; elsewhere, damage."""
-        if self.log.segment_after(seg) is None and (hdr is None or pos + hdr.total_size >= seg.size()):
+    def _crossed(self, offset: int, next_base: int) -> None:
+        """Offsets [offset, next_base) are not in the log: compaction's doing, or a recorded gap (logged once)."""
+        for gap in self.log.gaps():
+            last = gap.last_offset if gap.last_offset is not None else next_base - 1
+            if gap.first_offset < next_base and last >= offset and gap.first_offset not in self._gaps_told:
+                self._gaps_told.add(gap.first_offset)
+                log.error("Skipping offsets %s of %s: lost to damage in segment %s (moved to %s)",
+                          gap.offsets_text(), self.log.tp, gap.segment, gap.moved_to)
+
+    def _check_tail(self, seg: LogSegment, pos: int, hdr: BatchHeader | None, out: list[DecodedBatch]) -> None:
+        """Bad bytes at the very end of the active segment are a torn write awaiting recovery; elsewhere, damage.
+
+        Damage is raised only once the batches before it have been handed out.
+        """
+        if out:
             return
-        raise LogError(f"corrupt record batch in {seg.log_path} at byte position {pos}")
+        if self.log.segment_after(seg) is None:
+            size = seg.size()
+            if hdr is not None and pos + hdr.total_size >= size:
+                return
+            # an unreadable header: a torn tail only if no intact batch follows it
+            if hdr is None and next_intact_batch(seg, pos + 1, size, self.next_offset) is None:
+                return
+        tp = self.log.tp
+        raise LogError(
+            f"Corrupt record batch in {seg.log_path} at byte position {pos} ({tp}, after offset "
+            f"{self.next_offset - 1}); see 'headrace log check', and move the damage aside with "
+            f"'headrace log repair --topic {tp.topic} --partition {tp.partition}' while no worker runs"
+        )

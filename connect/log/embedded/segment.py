@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 from collections.abc import Iterator
 
@@ -14,7 +15,7 @@ from connect.log.embedded.codec import (
     decode,
     parse_header,
 )
-from connect.log.embedded.fsutil import write_all
+from connect.log.embedded.fsutil import open_private, write_all
 from connect.log.embedded.index import OffsetIndex, TimeIndex, build_entries
 
 LOG_SUFFIX = ".log"
@@ -49,14 +50,14 @@ class LogSegment:
         stem = os.path.join(directory, segment_name(base_offset))
         self.log_path = stem + LOG_SUFFIX
         flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
-        self.fd = os.open(self.log_path, flags, 0o644)
+        self.fd = open_private(self.log_path, flags) if create else os.open(self.log_path, flags)
         self.inode = os.fstat(self.fd).st_ino
         self.index = OffsetIndex(stem + INDEX_SUFFIX, base_offset)
         self.time_index = TimeIndex(stem + TIMEINDEX_SUFFIX, base_offset)
         if create:
             # empty index files make the layout complete from the first moment
             for path in (self.index.path, self.time_index.path):
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+                os.close(open_private(path, os.O_WRONLY | os.O_CREAT))
         self.index_checked = False
         self._first_batch_ts: int | None = None
         self._max_timestamp: tuple[int, int] | None = None
@@ -238,6 +239,7 @@ class LogSegment:
 
     def delete_files(self) -> None:
         # the log goes first: an index without its log is ignored, a log without an index is rebuilt
-        for path in (self.log_path, self.index.path, self.time_index.path):
+        for path in (self.log_path, self.index.path, self.time_index.path,
+                     *glob.glob(glob.escape(self.log_path[:-len(LOG_SUFFIX)]) + ".*.damaged")):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)

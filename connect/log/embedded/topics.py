@@ -33,7 +33,7 @@ import attrs
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import InvalidTopicError, LogError, TopicExistsError, UnknownTopicError
 from connect.log.embedded.config import TopicConfig, broker_defaults
-from connect.log.embedded.fsutil import FileLock, atomic_write, fsync_dir
+from connect.log.embedded.fsutil import FileLock, atomic_write, fsync_dir, make_private_dir
 from connect.log.embedded.groups import GROUPS_DIR
 from connect.log.embedded.partition import LOCK_FILE, PartitionLog, mark_partition_deleted
 from connect.log.embedded.segment import LogSegment
@@ -109,20 +109,40 @@ def new_cluster_id() -> str:
 
 
 class TopicStore:
-    """Topics of one log directory, as seen by one backend; caches open PartitionLogs."""
+    """Topics of one log directory, as seen by one backend; caches open PartitionLogs.
+
+    ``read_only``: nothing is created, changed or recovered (the directory
+    must exist). ``recover``: partitions are recovered when first opened, as
+    a writer does; otherwise only on their first append.
+    """
 
     def __init__(self, root: str, worker_config: Mapping[str, Any], on_topics_changed: Callable[[], None],
-                 on_append: Callable[[], None]) -> None:
+                 on_append: Callable[[], None], read_only: bool = False, recover: bool = True) -> None:
         self.root = root
-        os.makedirs(root, exist_ok=True)
+        self.read_only = read_only
+        self._recover = recover and not read_only
+        if read_only:
+            if not os.path.isdir(root):
+                raise LogError(f"There is no embedded log at {root}")
+        else:
+            make_private_dir(root)
         self.defaults = broker_defaults(worker_config)
         self._on_topics_changed = on_topics_changed
         self._on_append = on_append
-        self._admin_lock = FileLock(os.path.join(root, ADMIN_LOCK))
+        self._admin_lock_obj: FileLock | None = None
         self._mutex = threading.Lock()
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._meta: dict[str, TopicMeta] = {}
-        self._remove_deleted_leftovers()
+        if not read_only:
+            self._remove_deleted_leftovers()
+
+    @property
+    def _admin_lock(self) -> FileLock:
+        if self.read_only:
+            raise LogError(f"The embedded log at {self.root} is open read-only")
+        if self._admin_lock_obj is None:
+            self._admin_lock_obj = FileLock(os.path.join(self.root, ADMIN_LOCK))
+        return self._admin_lock_obj
 
     # -- metadata ----------------------------------------------------------------
 
@@ -175,7 +195,7 @@ class TopicStore:
             if not os.path.isdir(directory):
                 self._meta.pop(topic, None)
                 raise UnknownTopicError(f"Unknown topic {topic!r}")
-            plog = PartitionLog(directory, tp, self.topic_config(meta), self._on_append)
+            plog = PartitionLog(directory, tp, self.topic_config(meta), self._on_append, recover=self._recover)
             self._logs[tp] = plog
             return plog
 
@@ -206,7 +226,8 @@ class TopicStore:
             self._remove_orphan_partitions(name)
             for p in range(partitions):
                 directory = os.path.join(self.root, f"{name}-{p}")
-                os.makedirs(directory)
+                os.mkdir(directory)
+                make_private_dir(directory)
                 FileLock(os.path.join(directory, LOCK_FILE)).close()
                 LogSegment(directory, 0, create=True).close()
             meta = {"name": name, "id": new_cluster_id(), "partitions": partitions, "configs": str_configs}
@@ -274,4 +295,5 @@ class TopicStore:
             logs, self._logs = list(self._logs.values()), {}
         for plog in logs:
             plog.close()
-        self._admin_lock.close()
+        if self._admin_lock_obj is not None:
+            self._admin_lock_obj.close()
