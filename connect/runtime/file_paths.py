@@ -8,8 +8,11 @@ A plugin declares the config keys that are file paths with the SDK's
   set (empty: no restriction, as in Kafka Connect), or
 - inside the worker's own state or code, always: the embedded log directory
   (whose config topic holds every connector config), the offsets file, the
-  ``plugin.path`` folders and every entry of Python's import path (a sink
-  writing ``x.pth`` or ``json.py`` there would run code at the next start).
+  ``plugin.path`` folders, every file or folder a worker setting names (keys
+  ending in ``.location``, ``.file``, ``.filename``, ``.dir`` or ``.path``:
+  keystores, the REST users file, ...) and every entry of Python's import
+  path (a sink writing ``x.pth`` or ``json.py`` there would run code at the
+  next start).
 
 The check runs when a config is validated (REST create/validate, connector
 files) and again just before each task starts, since a path may have become a
@@ -30,6 +33,9 @@ from connect.runtime.worker_config import WorkerConfig
 __all__ = ["ALLOWED_PATHS_CONFIG", "FilePathPolicy"]
 
 ALLOWED_PATHS_CONFIG = "connector.allowed.paths"
+# worker settings whose value is a file or folder of the worker's own (keystores, users files, key files)
+_WORKER_FILE_SUFFIXES = (".location", ".file", ".filename", ".dir", ".path")
+_WORKER_FILE_KEYS = ("rest.basic.auth.jaas.config",)
 
 
 def _real(path: str) -> str:
@@ -56,6 +62,11 @@ class FilePathPolicy:
         if config is None:
             return cls()
         protected: dict[str, str] = {}
+        for key, value in config.originals.items():
+            if (key.endswith(_WORKER_FILE_SUFFIXES) or key in _WORKER_FILE_KEYS) and isinstance(value, str):
+                for entry in value.split(",") if key.endswith(".path") else [value]:
+                    if entry.strip():
+                        protected[entry.strip()] = f"a location of the worker's own ({key})"
         protected[str(config.get("embedded.log.dir"))] = "the worker's embedded log directory"
         offsets = config.values.get("offset.storage.file.filename")
         if offsets:

@@ -135,3 +135,15 @@ def test_task_start_check_sees_a_symlink_swapped_in_after_validation(plugins, wo
     # a task config that names another file than the connector's is checked as well
     with pytest.raises(ConfigException):
         validator.check_task_paths(_sink(""), {"file": str(worker_dirs / "data" / "x")})
+
+
+def test_files_the_worker_config_names_are_refused(worker_dirs):
+    policy = FilePathPolicy.for_worker(_worker(
+        worker_dirs, **{"rest.basic.auth.credentials.file": str(worker_dirs / "users.properties"),
+                        "listeners.https.ssl.keystore.location": str(worker_dirs / "keystore.pem"),
+                        "rest.basic.auth.jaas.config": str(worker_dirs / "jaas.conf")}))
+    for name, key in (("users.properties", "rest.basic.auth.credentials.file"),
+                      ("keystore.pem", "listeners.https.ssl.keystore.location"), ("jaas.conf", "rest.basic.auth.jaas.config")):
+        reason = policy.refusal(str(worker_dirs / name))
+        assert reason is not None and key in reason, name
+    assert policy.refusal(str(worker_dirs / "users.properties.bak")) is None
