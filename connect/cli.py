@@ -100,8 +100,9 @@ class StandaloneRuntime:
 
     def _validate_connector_files(self) -> None:
         from connect.runtime.connector_config import ConnectorConfigValidator
+        from connect.runtime.file_paths import FilePathPolicy
 
-        validator = ConnectorConfigValidator(self.plugins)
+        validator = ConnectorConfigValidator(self.plugins, FilePathPolicy.for_worker(self.config))
         lines = []
         for path, props in self.connector_configs:
             result = validator.validate(props)

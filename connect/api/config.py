@@ -26,6 +26,7 @@ __all__ = [
     "ConfigKey",
     "ConfigType",
     "ConfigValue",
+    "FilePath",
     "Importance",
     "LambdaValidator",
     "NonEmptyString",
@@ -323,6 +324,46 @@ class LambdaValidator(Validator):
 
     def __str__(self) -> str:
         return self.description
+
+
+@attrs.frozen
+class FilePath(Validator):
+    """Declares a key as a path on the worker's filesystem that the plugin reads or writes.
+
+    The runtime checks such a path before the connector and each of its tasks start: it must
+    resolve (symlinks and ``..`` followed) inside the worker's ``connector.allowed.paths`` and
+    never inside the worker's own state or Python's import path. This validator itself only
+    checks that the value can be a path; null or empty means no file (standard input or output).
+    """
+
+    mode: str = "read"  # "read" or "write": what the plugin does with the file
+
+    def __attrs_post_init__(self) -> None:
+        if self.mode not in ("read", "write"):
+            raise ValueError(f"FilePath mode must be 'read' or 'write', not {self.mode!r}")
+
+    def ensure_valid(self, name: str, value: Any) -> None:
+        if value is None or value == "":
+            return
+        if not isinstance(value, str):
+            raise ConfigException(name, value, "Expected a file path")
+        if "\x00" in value:
+            raise ConfigException(name, value, "A file path cannot contain a NUL character")
+
+    @staticmethod
+    def declared_by(validator: Validator | None) -> FilePath | None:
+        """The FilePath a key's validator declares, looking inside composite validators."""
+        if isinstance(validator, FilePath):
+            return validator
+        if isinstance(validator, CompositeValidator):
+            for inner in validator.validators:
+                found = FilePath.declared_by(inner)
+                if found is not None:
+                    return found
+        return None
+
+    def __str__(self) -> str:
+        return f"a file path the plugin {'reads' if self.mode == 'read' else 'writes'}"
 
 
 class Recommender:

@@ -9,6 +9,7 @@ from typing import Any
 from connect.api.config import ConfigType, Password
 from connect.api.errors import ConfigException
 from connect.runtime.connector_config import ConnectorConfigValidator, key_definition
+from connect.runtime.file_paths import FilePathPolicy
 from connect.runtime.herder import (
     BadRequestError,
     ConnectorState,
@@ -23,6 +24,7 @@ from connect.runtime.herder import (
 )
 from connect.runtime.plugins import PluginRegistry, connector_type
 from connect.runtime.status import StatusStore
+from connect.runtime.worker_config import WorkerConfig
 
 __all__ = ["AbstractHerder"]
 
@@ -32,11 +34,12 @@ _PLUGIN_KINDS = ("source", "sink", "converter", "header_converter", "transformat
 
 
 class AbstractHerder(Herder):
-    def __init__(self, worker_id: str, plugins: PluginRegistry, status: StatusStore) -> None:
+    def __init__(self, worker_id: str, plugins: PluginRegistry, status: StatusStore,
+                 worker_config: WorkerConfig | None = None) -> None:
         self._worker_id = worker_id
         self.plugins = plugins
         self.status = status
-        self.validator = ConnectorConfigValidator(plugins)
+        self.validator = ConnectorConfigValidator(plugins, FilePathPolicy.for_worker(worker_config))
         self._password_keys: dict[tuple, frozenset[str]] = {}
         self._types: dict[str, ConnectorType] = {}
 

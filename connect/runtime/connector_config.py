@@ -3,7 +3,9 @@
 ``ConnectorConfigValidator`` is the one place that decides whether a
 connector config is acceptable: the standalone CLI uses it before anything
 runs and the REST validate/create endpoints use it for their 400s and
-ConfigInfos bodies.
+ConfigInfos bodies. Every class name in a config (connector, converters,
+transforms, predicates) must name a registered plugin, and every file path a
+plugin declares must pass the worker's FilePathPolicy.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from connect.api.config import (
 )
 from connect.api.connector import Connector
 from connect.api.errors import ConfigException
+from connect.runtime.file_paths import FilePathPolicy
 from connect.runtime.plugins import PluginRegistry, connector_type
 
 __all__ = ["ConnectorConfigValidator", "ValidationResult", "base_connector_def", "sink_connector_def",
@@ -198,10 +201,15 @@ def _value_json(key: ConfigKey | None, cv: ConfigValue) -> dict[str, Any]:
 
 
 class ConnectorConfigValidator:
-    """Validates a connector config against the framework's keys and its plugins' ConfigDefs."""
+    """Validates a connector config against the framework's keys and its plugins' ConfigDefs.
 
-    def __init__(self, plugins: PluginRegistry) -> None:
+    ``file_paths`` is the worker's policy for the file paths plugins declare; without one only
+    Python's import path is protected (the CLI and the herders pass the worker's).
+    """
+
+    def __init__(self, plugins: PluginRegistry, file_paths: FilePathPolicy | None = None) -> None:
         self.plugins = plugins
+        self.file_paths = file_paths if file_paths is not None else FilePathPolicy()
 
     def validate(self, props: Mapping[str, str]) -> ValidationResult:
         name = props.get("name")
@@ -219,11 +227,44 @@ class ConnectorConfigValidator:
         values = definition.validate(props)
         if class_error:
             values["connector.class"].add_error(class_error)
+        self._check_converters(props, values)
         if kind == "sink":
             self._check_sink_topics(props, values)
         if connector_cls is not None:
             self._merge_plugin(definition, values, connector_cls, props)
+        for error in self.file_paths.check(definition, props):
+            cv = values.setdefault(str(error.name), ConfigValue(str(error.name), props.get(str(error.name))))
+            cv.add_error(str(error))
         return ValidationResult(name, definition, values, connector_cls)
+
+    def check_task_paths(self, connector_config: Mapping[str, str], task_config: Mapping[str, str]) -> None:
+        """Check again, just before a task starts, the file paths declared by the connector and its transforms.
+
+        Raises ConfigException naming the first refused key: a path valid when the config was submitted
+        may resolve elsewhere now (a symlink swapped in, a config provider's value).
+        """
+        class_name = connector_config.get("connector.class", "")
+        connector_cls = self.plugins.resolve(class_name, ("source", "sink"), "connector.class")
+        try:
+            plugin_def: ConfigDef = connector_cls().config()  # type: ignore[attr-defined]
+        except Exception as exc:
+            raise ConfigException("connector.class", class_name,
+                                  f"could not read the connector's config definition: {exc}") from exc
+        definition = self._enrich(ConfigDef(plugin_def), connector_config)
+        for config in (connector_config, task_config):
+            errors = self.file_paths.check(definition, config)
+            if errors:
+                raise errors[0]
+
+    def _check_converters(self, props: Mapping[str, str], values: dict[str, ConfigValue]) -> None:
+        for key, kind in (("key.converter", "converter"), ("value.converter", "converter"),
+                          ("header.converter", "header_converter")):
+            name = props.get(key)
+            if name and str(name).strip() and not values[key].errors:
+                try:
+                    self.plugins.resolve(str(name), kind, key)
+                except ConfigException as exc:
+                    values[key].add_error(str(exc))
 
     def _enrich(self, definition: ConfigDef, props: Mapping[str, str]) -> ConfigDef:
         """Add ``transforms.<alias>.*`` and ``predicates.<alias>.*`` keys, each plugin's own embedded."""

@@ -11,6 +11,12 @@ A class resolves by its full Python name, by a suffix of it (so Kafka's
 ``InsertField.Value``, with ``$`` read as ``.``) and, for connectors, by the
 name without its ``Connector`` suffix (``FileStreamSource``) — the aliases
 Kafka Connect users already write.
+
+Names arrive over REST and in configs, so they are only ever looked up among
+the registered classes, never imported: importing a module runs its code.
+Task classes are registered from the connectors (``Connector.task_class()``)
+and resolve by their full name only, the form the worker writes to
+``task.class``.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from types import ModuleType
 import attrs
 
 from connect.api.config_provider import ConfigProvider
-from connect.api.connector import Connector, SinkConnector, SourceConnector
+from connect.api.connector import Connector, SinkConnector, SourceConnector, Task
 from connect.api.converter import Converter, HeaderConverter
 from connect.api.errors import ConfigException
 from connect.api.transform import Predicate, Transformation
@@ -77,6 +83,7 @@ class PluginRegistry:
     def __init__(self, plugin_path: Iterable[str] = (), use_entry_points: bool = True) -> None:
         self._by_name: dict[str, PluginInfo] = {}
         self._aliases: dict[str, set[str]] = {}
+        self._tasks: dict[str, type[Task]] = {}  # by full name
         if use_entry_points:
             for ep in entry_points(group=ENTRY_POINT_GROUP):
                 try:
@@ -144,9 +151,23 @@ class PluginRegistry:
         parts = full.split(".")
         for i in range(1, len(parts)):
             self._aliases.setdefault(".".join(parts[i:]), set()).add(full)
-        if kind in ("source", "sink") and cls.__qualname__.endswith("Connector"):
-            self._aliases.setdefault(cls.__qualname__[: -len("Connector")], set()).add(full)
+        if kind in ("source", "sink"):
+            if cls.__qualname__.endswith("Connector"):
+                self._aliases.setdefault(cls.__qualname__[: -len("Connector")], set()).add(full)
+            self._register_task_of(cls, full)
         return info
+
+    def _register_task_of(self, connector_cls: type, connector_name: str) -> None:
+        try:
+            task_cls = connector_cls().task_class()
+        except Exception as exc:  # noqa: BLE001 - the connector still lists; its tasks fail with a clear reason
+            log.warning("Cannot learn the task class of connector %s: %s", connector_name, exc)
+            return
+        if inspect.isclass(task_cls) and issubclass(task_cls, Task) and not inspect.isabstract(task_cls):
+            self._tasks[f"{task_cls.__module__}.{task_cls.__qualname__}"] = task_cls
+        else:
+            log.warning("Connector %s names %r as its task class, which is not a concrete Task",
+                        connector_name, task_cls)
 
     # --- lookup ----------------------------------------------------------------------------
     def plugins(self, kinds: Iterable[str] | None = None) -> list[PluginInfo]:
@@ -169,21 +190,6 @@ class PluginRegistry:
                         message=f"Class name {name} is ambiguous: it may mean any of {', '.join(sorted(matches))}"
                     )
                 return self._by_name[next(iter(matches))]
-        return self._import_by_name(key)
-
-    def _import_by_name(self, key: str) -> PluginInfo | None:
-        module_name, _, qualname = key.rpartition(".")
-        while module_name:
-            try:
-                module = importlib.import_module(module_name)
-            except ImportError:
-                module_name, _, head = module_name.rpartition(".")
-                qualname = f"{head}.{qualname}"
-                continue
-            obj: object = module
-            for part in qualname.split("."):
-                obj = getattr(obj, part, None)
-            return self.register(obj) if inspect.isclass(obj) else None
         return None
 
     def resolve(self, name: str, kind: str | tuple[str, ...], config_key: str) -> type:
@@ -202,6 +208,16 @@ class PluginRegistry:
             return cls()
         except Exception as exc:
             raise ConfigException(config_key, name, f"cannot instantiate {cls.__qualname__}: {exc}") from exc
+
+    def new_task(self, name: str) -> Task:
+        """A new instance of the task class ``name`` (a full name, as in ``task.class``) of a registered connector."""
+        task_cls = self._tasks.get(name.strip())
+        if task_cls is None:
+            raise ConfigException("task.class", name, "not the task class of any installed connector")
+        try:
+            return task_cls()
+        except Exception as exc:
+            raise ConfigException("task.class", name, f"cannot instantiate {task_cls.__qualname__}: {exc}") from exc
 
 
 def connector_type(cls: type) -> str:

@@ -46,7 +46,7 @@ STOPPED_REQUIRED = (
 
 class StandaloneHerder(AbstractHerder):
     def __init__(self, worker: Worker, config_store: ConfigTopicStore) -> None:
-        super().__init__(worker.worker_id, worker.plugins, worker.status)
+        super().__init__(worker.worker_id, worker.plugins, worker.status, worker.config)
         self.worker = worker
         self.store = config_store
         self._lock = threading.RLock()

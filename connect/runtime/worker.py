@@ -7,7 +7,6 @@ error handling and log clients, and running each task in its own thread.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -23,12 +22,15 @@ from connect.api.connector import (
     SourceConnectorContext,
     SourceTask,
     StreamingSinkTask,
+    Task,
 )
 from connect.api.converter import Converter, HeaderConverter
 from connect.api.errors import ConfigException, ConnectException
 from connect.log.api import LogBackend
 from connect.runtime.config_transformer import ConfigTransformer
+from connect.runtime.connector_config import ConnectorConfigValidator
 from connect.runtime.errors import DeadLetterQueueReporter, ErrorHandler, ErrorMetrics
+from connect.runtime.file_paths import FilePathPolicy
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
 from connect.runtime.offsets import ConnectorOffsetReader, OffsetStore
 from connect.runtime.plugins import PluginRegistry
@@ -230,7 +232,7 @@ class Worker:
         cc = self.config_transformer.transform(connector_config)
         tc = self.config_transformer.transform(task_config)
         task_class_name = tc.get("task.class", "")
-        task = _import_class(task_class_name)()
+        task = _new_task(self.plugins, self.config, cc, tc)
         converters = self._converters(cc)
         chain = build_chain(self.plugins, cc)
         stop_event = threading.Event()
@@ -351,20 +353,10 @@ def _prefixed(config: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
 
 
-def _import_class(name: str) -> type:
-    """Import ``package.module.Outer.Inner``: the longest importable module prefix, then attributes."""
-    parts = name.split(".")
-    for split in range(len(parts) - 1, 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:split]))
-        except ImportError:
-            continue
-        try:
-            for attr in parts[split:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            break
-        if isinstance(obj, type):
-            return obj
-        break
-    raise ConfigException("task.class", name, "task class cannot be loaded")
+def _new_task(plugins: PluginRegistry, worker_config: WorkerConfig, connector_config: Mapping[str, str],
+              task_config: Mapping[str, str]) -> Task:
+    """The registered task class ``task.class`` names, made once the task's file paths pass the worker's policy
+    again (validation ran when the config was submitted; a path may have become a symlink since)."""
+    validator = ConnectorConfigValidator(plugins, FilePathPolicy.for_worker(worker_config))
+    validator.check_task_paths(connector_config, task_config)
+    return plugins.new_task(str(task_config.get("task.class", "")))

@@ -39,6 +39,11 @@ def worker_config_def() -> ConfigDef:
              "How long to wait for records to be acknowledged before an offset commit is cancelled.")
     d.define("plugin.path", ConfigType.LIST, [], importance=Importance.LOW,
              documentation="Folders of Python plugin modules, comma-separated.")
+    d.define("connector.allowed.paths", ConfigType.LIST, [], importance=Importance.MEDIUM,
+             documentation="Directories inside which connectors may read and write the files their configs "
+                           "name (a key a plugin declares with FilePath), comma-separated; empty: anywhere. "
+                           "The embedded log, the offsets file, plugin.path and Python's import path are "
+                           "refused whatever this says.")
     d.define("config.providers", ConfigType.LIST, [], importance=Importance.LOW,
              documentation="Names of ConfigProviders; each needs config.providers.<name>.class.")
     d.define("topic.creation.enable", ConfigType.BOOLEAN, True, importance=Importance.LOW,

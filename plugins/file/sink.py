@@ -21,6 +21,7 @@ from connect.api import (
     ConfigDef,
     ConfigType,
     ConnectException,
+    FilePath,
     Importance,
     SinkConnector,
     SinkRecord,
@@ -40,6 +41,7 @@ CONFIG_DEF = ConfigDef().define(
     FILE_CONFIG,
     ConfigType.STRING,
     None,
+    FilePath(mode="write"),
     importance=Importance.HIGH,
     documentation="The file to append to. Without it the task writes to standard output.",
 )

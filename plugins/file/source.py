@@ -39,6 +39,7 @@ from connect.api import (
     ConfigType,
     ConnectException,
     ExactlyOnceSupport,
+    FilePath,
     Importance,
     NonEmptyString,
     Schema,
@@ -66,6 +67,7 @@ CONFIG_DEF = (
         FILE_CONFIG,
         ConfigType.STRING,
         None,
+        FilePath(mode="read"),
         importance=Importance.HIGH,
         documentation="The file to read. Without it the task reads standard input.",
     )

@@ -79,3 +79,64 @@ def test_transform_configs_are_validated_with_the_transform_configdef(plugins):
     })
     errors = dict(result.errors)
     assert "transforms.route.regex" in errors
+
+
+@pytest.fixture
+def side_effect_module(tmp_path, monkeypatch):
+    """An importable module that is no plugin: importing it leaves a marker file behind."""
+    marker = tmp_path / "imported.marker"
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "headrace_side_effect.py").write_text(
+        f"open({str(marker)!r}, 'w').write('imported')\n"
+        "from connect.api import Transformation\n"
+        "class Evil(Transformation):\n"
+        "    def configure(self, configs): pass\n"
+        "    def apply(self, record): return record\n"
+        "    def config(self): return None\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "mods"))
+    yield marker
+    assert not marker.exists(), "an unregistered module was imported"
+
+
+@pytest.mark.parametrize("name", ["headrace_side_effect.Evil", "headrace_side_effect$Evil", "this.X"])
+def test_a_name_outside_the_registry_imports_nothing(plugins, side_effect_module, name):
+    assert plugins.lookup(name) is None
+    with pytest.raises(ConfigException) as err:
+        plugins.resolve(name, "transformation", "transforms.x.type")
+    assert err.value.name == "transforms.x.type"
+
+
+@pytest.mark.parametrize("name", [".foo.Bar", "..Bar", ".", "..", "plugins..file"])
+def test_relative_and_malformed_names_are_unknown(plugins, name):
+    assert plugins.lookup(name) is None
+    with pytest.raises(ConfigException) as err:
+        plugins.resolve(name, ("source", "sink"), "connector.class")
+    assert err.value.name == "connector.class"
+
+
+def test_task_classes_of_registered_connectors_resolve(plugins):
+    from plugins.file import FileStreamSinkTask, FileStreamSourceTask
+
+    assert isinstance(plugins.new_task("plugins.file.source.FileStreamSourceTask"), FileStreamSourceTask)
+    assert isinstance(plugins.new_task("plugins.file.sink.FileStreamSinkTask"), FileStreamSinkTask)
+
+
+@pytest.mark.parametrize("name", ["headrace_side_effect.Evil", "plugins.transforms.InsertField.Value", ".foo.Bar",
+                                  "FileStreamSinkTask"])
+def test_a_task_class_must_be_the_task_of_a_registered_connector(plugins, side_effect_module, name):
+    with pytest.raises(ConfigException) as err:
+        plugins.new_task(name)
+    assert err.value.name == "task.class" and "installed connector" in str(err.value)
+
+
+def test_converter_names_are_checked_by_validation(plugins, side_effect_module):
+    result = ConnectorConfigValidator(plugins).validate({
+        "name": "x", "connector.class": "FileStreamSink", "topics": "t",
+        "key.converter": "headrace_side_effect.Evil", "value.converter": "FileStreamSink",
+        "header.converter": "NoSuchHeaderConverter",
+    })
+    errors = dict(result.errors)
+    assert "could not be found" in errors["key.converter"]
+    assert "not a converter" in errors["value.converter"]
+    assert "could not be found" in errors["header.converter"]
