@@ -172,3 +172,40 @@ def test_unreachable_leader_is_500_naming_it() -> None:
     client = create_app(NotLeaderHerder(dead), LOOPBACK).test_client()
     r = client.put("/connectors/x/config", json={"connector.class": "FileStreamSource"})
     assert r.status_code == 500 and dead in r.get_json()["message"]
+
+
+# --- stopping with requests in flight, and log lines --------------------------------------------------------
+class SlowHerder(FakeHerder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+
+    def connectors(self) -> list[str]:
+        self.entered.set()
+        import time
+
+        time.sleep(1.0)
+        return ["slow"]
+
+
+def test_stop_lets_a_request_in_flight_finish() -> None:
+    herder = SlowHerder()
+    server = RestServer(create_app(herder, LOOPBACK), LOOPBACK)
+    server.start()
+    answers: list[httpx.Response] = []
+    client = threading.Thread(target=lambda: answers.append(httpx.get(f"{server.url}/connectors", timeout=10)))
+    client.start()
+    assert herder.entered.wait(10)
+    server.stop()
+    client.join(10)
+    assert [(r.status_code, r.json()) for r in answers] == [(200, ["slow"])]
+    assert not any(t.name.startswith("rest-server") for t in threading.enumerate())
+
+
+def test_a_control_character_in_the_path_cannot_forge_a_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="rest.access")
+    with RestServer(create_app(FakeHerder(), LOOPBACK), LOOPBACK) as server:
+        httpx.get(f"{server.url}/connectors/a%0A127.0.0.1%20forged%0Db/status", timeout=10)
+    lines = [r.getMessage() for r in caplog.records if r.name == "rest.access"]
+    assert len(lines) == 1 and "\n" not in lines[0] and "\r" not in lines[0]
+    assert "/connectors/a\\n127.0.0.1 forged\\rb/status" in lines[0]
