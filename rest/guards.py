@@ -21,6 +21,7 @@ import socket
 from flask import Flask, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from rest.access_log import printable
 from rest.context import ConfigSource, setting
 from rest.errors import RestConfigError, RestError
 from rest.server import DEFAULT_LISTENERS, parse_listeners
@@ -86,10 +87,6 @@ def _is_ip(name: str) -> bool:
     return True
 
 
-def _printable(text: str) -> str:
-    return text.encode("unicode_escape").decode("ascii")
-
-
 def install_guards(app: Flask, config: ConfigSource) -> None:
     """Register the checks; call before any other before_request hook so that they run first."""
     names, any_ip, check_off = allowed_hosts(config)
@@ -108,7 +105,7 @@ def install_guards(app: Flask, config: ConfigSource) -> None:
             return
         raise RestError(
             421,
-            f"Host {_printable(header)!r} is not a name this worker serves; add it to rest.allowed.hosts "
+            f"Host {printable(header)!r} is not a name this worker serves; add it to rest.allowed.hosts "
             "(or rest.advertised.host.name) if it is yours",
         )
 
@@ -139,5 +136,5 @@ def install_guards(app: Flask, config: ConfigSource) -> None:
             return
         raise RestError(
             415,
-            f"The request body must be application/json, not {_printable(declared or 'untyped')!r}",
+            f"The request body must be application/json, not {printable(declared or 'untyped')!r}",
         )
