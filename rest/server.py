@@ -6,6 +6,7 @@ import ipaddress
 import logging
 import re
 import socket
+import ssl
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -189,7 +190,10 @@ class RestServer:
     def _warn_if_exposed(self) -> None:
         if basic_auth_enabled(self._config):
             return
-        exposed = [str(listener) for listener in self.listeners if not _is_loopback(listener.host)]
+        # An https listener that requires client certificates authenticates its callers itself.
+        mutual_tls = self._ssl_adapter is not None and self._ssl_adapter.context.verify_mode == ssl.CERT_REQUIRED
+        exposed = [str(listener) for listener in self.listeners
+                   if not _is_loopback(listener.host) and not (listener.scheme == "https" and mutual_tls)]
         if exposed:
             log.warning(
                 "The REST API on %s is reachable from other hosts and has no authentication: anyone who "

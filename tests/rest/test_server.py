@@ -209,3 +209,20 @@ def test_a_control_character_in_the_path_cannot_forge_a_log_line(caplog: pytest.
     lines = [r.getMessage() for r in caplog.records if r.name == "rest.access"]
     assert len(lines) == 1 and "\n" not in lines[0] and "\r" not in lines[0]
     assert "/connectors/a\\n127.0.0.1 forged\\rb/status" in lines[0]
+
+
+def test_exposed_listener_without_authentication_is_a_warning(caplog: pytest.LogCaptureFixture, tmp_path) -> None:
+    caplog.set_level(logging.WARNING, logger="rest.server")
+    exposed = {"listeners": "http://:0,http://127.0.0.1:0"}
+    with RestServer(create_app(FakeHerder(), exposed), exposed):
+        pass
+    with RestServer(create_app(FakeHerder(), LOOPBACK), LOOPBACK):
+        pass
+    users = tmp_path / "users.properties"
+    users.write_text("u=p\n")
+    authenticated = {**exposed, "rest.extension.classes": "BasicAuthSecurityRestExtension",
+                     "rest.basic.auth.credentials.file": str(users)}
+    with RestServer(create_app(FakeHerder(), authenticated), authenticated):
+        pass
+    warnings = [r.getMessage() for r in caplog.records if "no authentication" in r.getMessage()]
+    assert len(warnings) == 1 and "http://:0" in warnings[0] and "127.0.0.1:0" not in warnings[0]
