@@ -32,6 +32,9 @@ DEFAULT_THREADS = 8
 _DRAIN_TIMEOUT_S = 5.0
 # How long an idle keep-alive connection or a slow client may hold a worker thread.
 _SOCKET_TIMEOUT_S = 30
+# Request line and headers together (cheroot reads them unbounded by default); Jetty under Kafka
+# Connect allows 8 KiB, and an Authorization header or a long query fit well within this.
+MAX_REQUEST_HEADER_BYTES = 64 * 1024
 
 _LISTENER = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>\d+)/?$")
 _SCHEMES = ("http", "https")
@@ -155,6 +158,7 @@ class RestServer:
             server = _CherootServer(address, self._app, numthreads=self._threads, server_name="headrace",
                                     timeout=_SOCKET_TIMEOUT_S, shutdown_timeout=_DRAIN_TIMEOUT_S)
             server.software = "headrace"
+            server.max_request_header_size = MAX_REQUEST_HEADER_BYTES
             if listener.scheme == "https":
                 server.ssl_adapter = self._ssl_adapter
             try:

@@ -226,3 +226,17 @@ def test_exposed_listener_without_authentication_is_a_warning(caplog: pytest.Log
         pass
     warnings = [r.getMessage() for r in caplog.records if "no authentication" in r.getMessage()]
     assert len(warnings) == 1 and "http://:0" in warnings[0] and "127.0.0.1:0" not in warnings[0]
+
+
+def test_oversize_request_headers_are_refused_without_reading_them_all() -> None:
+    with RestServer(create_app(FakeHerder(), LOOPBACK), LOOPBACK) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(b"GET /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: ")
+            try:
+                for _ in range(64):  # 64 MiB offered; the server answers long before
+                    sock.sendall(b"p" * (1024 * 1024))
+            except OSError:
+                pass
+            answer = sock.recv(4096)
+        assert answer.split(b" ", 2)[1] in (b"413", b"414", b"431", b"400"), answer[:200]
+        assert httpx.get(f"{server.url}/connectors", timeout=10).status_code == 200
