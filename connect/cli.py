@@ -148,12 +148,14 @@ class StandaloneRuntime:
         listeners = self.config.get_list("listeners")
         if not listeners:
             return
-        from rest import RestServer, create_app
+        from rest import RestConfigError, RestServer, create_app
 
-        app = create_app(self.herder, self.config.originals)
-        self.rest = RestServer(app, self.config.originals)
+        try:
+            app = create_app(self.herder, self.config.originals)
+            self.rest = RestServer(app, self.config.originals)
+        except RestConfigError as exc:
+            raise ConfigException(message=str(exc)) from exc
         self.rest.start()
-        log.info("REST server listening on %s", self.rest.advertised_url())
 
     def run(self) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -17,5 +17,5 @@ def configure_logging(level: str | None = None) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level_name)
     # third-party clients are chatty at INFO
-    for noisy in ("waitress", "urllib3", "httpx", "httpcore", "py4j"):
+    for noisy in ("urllib3", "httpx", "httpcore", "py4j"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

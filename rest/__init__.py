@@ -1,4 +1,4 @@
-"""Headrace's REST API: a Flask app over the Herder interface, served by waitress in the worker."""
+"""Headrace's REST API: a Flask app over the Herder interface, served by cheroot in the worker."""
 
 from rest.app import create_app
 from rest.server import RestConfigError, RestServer

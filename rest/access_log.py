@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["AccessLogMiddleware", "access_log"]
+__all__ = ["AccessLogMiddleware", "access_log", "printable"]
 
 access_log = logging.getLogger("rest.access")
+
+# ISO control characters (C0, DEL, C1) and the Unicode line separators: any of them in a logged value
+# could start a forged log line.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped (``\\n``, ``\\x1b``, ...), safe to put in one log line."""
+    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
+
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -55,15 +66,16 @@ class AccessLogMiddleware:
             path = environ.get("PATH_INFO", "")
             if environ.get("QUERY_STRING"):
                 path = f"{path}?{environ['QUERY_STRING']}"
+            # PATH_INFO is percent-decoded: /connectors/a%0Ab would otherwise write two lines.
             access_log.info(
                 '%s "%s %s %s" %s %d "%s" %dms',
                 environ.get("REMOTE_ADDR", "-"),
-                environ.get("REQUEST_METHOD", "-"),
-                path,
-                environ.get("SERVER_PROTOCOL", "-"),
+                printable(environ.get("REQUEST_METHOD", "-")),
+                printable(path),
+                printable(environ.get("SERVER_PROTOCOL", "-")),
                 status[0] if status else "-",
                 sent,
-                environ.get("HTTP_USER_AGENT", "-"),
+                printable(environ.get("HTTP_USER_AGENT", "-")),
                 round((time.monotonic() - started) * 1000),
             )
 

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
+from flask import Flask, Response, current_app, request
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 
 from connect.runtime.herder import Herder, HerderError, NotLeaderError
-from rest.access_log import AccessLogMiddleware
+from rest.access_log import AccessLogMiddleware, printable
+from rest.auth import install_basic_auth
 from rest.context import ConfigSource, install, setting
 from rest.cors import install_cors
 from rest.errors import RestError, error_response
 from rest.forwarding import forward_to_leader
+from rest.guards import install_guards
 from rest.log_levels import LoggerLevels
 from rest.routes import BLUEPRINTS
 from rest.routes.loggers import LEVELS_KEY
@@ -28,6 +30,9 @@ def _http_error(e: HTTPException) -> Response:
     code = e.code or 500
     if isinstance(e, NotFound):
         message = f"No REST endpoint at {request.path}"
+    elif isinstance(e, RequestEntityTooLarge) and e.description == RequestEntityTooLarge.description:
+        limit = current_app.config["MAX_CONTENT_LENGTH"] - 1  # rest.guards sets one byte more
+        message = f"The request body is larger than the {limit} bytes this worker accepts (rest.request.max.bytes)"
     elif isinstance(e, MethodNotAllowed):
         allowed = ", ".join(sorted(e.valid_methods or []))
         message = f"{request.method} is not supported on {request.path}; allowed: {allowed}"
@@ -62,15 +67,19 @@ def _register_error_handlers(app: Flask) -> None:
     @app.errorhandler(Exception)
     def unexpected_error(e: Exception) -> Response:
         # The trace stays in the worker log: it can name hosts, files and secrets.
-        log.error("Unexpected error in REST request %s %s", request.method, request.path, exc_info=e)
+        log.error("Unexpected error in REST request %s %s", request.method, printable(request.path), exc_info=e)
         return error_response(500, INTERNAL_ERROR_MESSAGE)
 
 
-def create_app(herder: Herder, worker_config: ConfigSource) -> Flask:
+def create_app(herder: Herder, worker_config: ConfigSource, internal_key: bytes | None = None) -> Flask:
     """A Flask app serving Kafka Connect's REST API over ``herder``.
 
-    ``worker_config`` is a WorkerConfig or a plain mapping; the app reads
-    ``access.control.allow.origin``/``.methods`` and ``topic.tracking.enable``/``.allow.reset``.
+    ``worker_config`` is a WorkerConfig or a plain mapping; the app reads ``listeners`` and
+    ``rest.advertised.host.name``/``rest.allowed.hosts`` (Host check), ``rest.request.max.bytes``,
+    ``rest.extension.classes`` (basic authentication), ``access.control.allow.origin``/``.methods``
+    and ``topic.tracking.enable``/``.allow.reset``. ``internal_key`` is the key the workers sign
+    their requests to each other with (rest.auth.sign_internal_request); None: no such requests.
+    Raises RestConfigError for a setting it cannot use.
     """
     app = Flask("rest")
     # Jersey serves /connectors/ like /connectors and never redirects; neither should we.
@@ -79,6 +88,9 @@ def create_app(herder: Herder, worker_config: ConfigSource) -> Flask:
     app.json.sort_keys = False  # type: ignore[attr-defined]
     install(app, herder, worker_config)
     app.extensions[LEVELS_KEY] = LoggerLevels()
+    # Guards, then authentication, run before anything else (CORS preflights included).
+    install_guards(app, worker_config)
+    install_basic_auth(app, worker_config, internal_key)
     install_cors(
         app,
         str(setting(worker_config, "access.control.allow.origin", "")),

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from flask import Response, current_app
 
-__all__ = ["RestError", "empty_response", "error_response", "json_response"]
+__all__ = ["RestConfigError", "RestError", "empty_response", "error_response", "json_response"]
+
+
+class RestConfigError(ValueError):
+    """A REST setting of the worker config (listeners, ssl.*, authentication, ...) that cannot be used;
+    the message names the key and why."""
 
 
 class RestError(Exception):

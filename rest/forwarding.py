@@ -15,6 +15,7 @@ import httpx
 from flask import Response, request
 
 from connect.runtime.herder import NotLeaderError
+from rest.access_log import printable
 from rest.errors import RestError
 
 __all__ = ["FORWARD_TIMEOUT_S", "forward_to_leader"]
@@ -49,13 +50,13 @@ def forward_to_leader(error: NotLeaderError) -> Response:
     query.append(("forward", next_flag))
     url = f"{error.leader_url.rstrip('/')}{request.path}?{urlencode(query)}"
     headers = {k: v for k, v in request.headers.items() if k.lower() in ("content-type", "accept", "authorization")}
-    log.debug("Forwarding %s %s to the leader at %s", request.method, request.path, url)
+    log.debug("Forwarding %s %s to the leader at %s", request.method, printable(request.path), printable(url))
     try:
         upstream = httpx.request(
             request.method, url, content=request.get_data(cache=True), headers=headers, timeout=FORWARD_TIMEOUT_S
         )
     except httpx.HTTPError as e:
-        log.warning("Could not forward %s %s to %s", request.method, request.path, url, exc_info=True)
+        log.warning("Could not forward %s %s to %s", request.method, printable(request.path), printable(url), exc_info=True)
         raise RestError(500, f"Could not forward the request to the leader at {error.leader_url}: {e}") from None
     response = Response(upstream.content, status=upstream.status_code)
     response.headers.pop("Content-Type", None)

@@ -8,6 +8,7 @@ from typing import Any
 from flask import request
 
 from rest.errors import RestError
+from rest.guards import MAX_JSON_DEPTH
 
 __all__ = ["bool_param", "json_body", "json_object_body", "string_map"]
 
@@ -16,12 +17,21 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed in JSON")
 
 
-def json_body() -> Any:
-    """The request body parsed as JSON, whatever the Content-Type says.
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
 
-    Kafka Connect answers 415 when the Content-Type is not JSON; Headrace accepts any, since
-    ``curl -d`` sends a form type by default and the body is JSON either way.
-    """
+
+def json_body() -> Any:
+    """The request body parsed as JSON (rest.guards has already refused other media types and bodies
+    over the size limit)."""
     raw = request.get_data(cache=True)
     if not raw.strip():
         raise RestError(400, "Request body is empty; this endpoint expects a JSON document")
@@ -30,13 +40,18 @@ def json_body() -> Any:
     except UnicodeDecodeError as e:
         raise RestError(400, f"Request body is not UTF-8 text (bad byte at position {e.start})") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        body = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
         raise RestError(
             400, f"Request body is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}"
         ) from None
+    except RecursionError:
+        raise RestError(400, f"Request body nests JSON deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError as e:
         raise RestError(400, f"Request body is not valid JSON: {e}") from None
+    if _depth_exceeds(body, MAX_JSON_DEPTH):
+        raise RestError(400, f"Request body nests JSON deeper than {MAX_JSON_DEPTH} levels")
+    return body
 
 
 def _json_kind(value: Any) -> str:

@@ -1,41 +1,43 @@
-"""Runs the REST app on waitress inside the worker process, on the ``listeners`` it is given."""
+"""Runs the REST app on cheroot inside the worker process, on the ``listeners`` it is given."""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import re
 import socket
+import ssl
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
-from waitress.channel import HTTPChannel
-from waitress.server import BaseWSGIServer, create_server
-from waitress.trigger import trigger as WakeTrigger
-from waitress.wasyncore import close_all, loop
+from cheroot import wsgi
 
 from rest.access_log import WsgiApp
+from rest.auth import basic_auth_enabled
 from rest.context import ConfigSource, setting
+from rest.errors import RestConfigError
+from rest.tls import ssl_adapter
 
 __all__ = ["DEFAULT_LISTENERS", "Listener", "RestConfigError", "RestServer", "parse_listeners"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LISTENERS = "http://:8083"
+# Loopback by default, unlike Kafka Connect's http://:8083: an API that creates connectors (and so runs
+# code and reads files) is reachable from other hosts only when the operator says so.
+DEFAULT_LISTENERS = "http://127.0.0.1:8083"
 DEFAULT_THREADS = 8
-# How long the serving loop sleeps in select before noticing a stop request, should the wake-up
-# trigger be missed.
-_LOOP_TIMEOUT_S = 0.5
 # On stop, how long requests already being handled get to finish and send their answers.
 _DRAIN_TIMEOUT_S = 5.0
+# How long an idle keep-alive connection or a slow client may hold a worker thread.
+_SOCKET_TIMEOUT_S = 30
+# Request line and headers together (cheroot reads them unbounded by default); Jetty under Kafka
+# Connect allows 8 KiB, and an Authorization header or a long query fit well within this.
+MAX_REQUEST_HEADER_BYTES = 64 * 1024
 
 _LISTENER = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>\d+)/?$")
-
-
-class RestConfigError(ValueError):
-    """A REST setting (listeners, rest.advertised.*) that cannot be used; names the key and why."""
+_SCHEMES = ("http", "https")
 
 
 @attrs.frozen
@@ -48,16 +50,13 @@ class Listener:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.scheme}://{host}:{self.port}"
 
-
-def _refuse_https(key: str, value: str) -> RestConfigError:
-    return RestConfigError(
-        f"{key}: {value!r} asks for HTTPS, which the Headrace REST server does not serve; "
-        "use an http:// listener, behind a TLS-terminating proxy if TLS is needed"
-    )
+    @property
+    def every_interface(self) -> bool:
+        return self.host in ("", "0.0.0.0", "::")
 
 
 def parse_listeners(value: str | Sequence[str]) -> list[Listener]:
-    """``listeners`` as Kafka Connect writes it: a comma list of ``http://host:port``."""
+    """``listeners`` as Kafka Connect writes it: a comma list of ``http://host:port`` / ``https://host:port``."""
     items = value.split(",") if isinstance(value, str) else list(value)
     listeners = []
     for raw in (str(item).strip() for item in items):
@@ -67,35 +66,46 @@ def parse_listeners(value: str | Sequence[str]) -> list[Listener]:
         if match is None:
             raise RestConfigError(f"listeners: {raw!r} is not of the form http://host:port (host may be empty)")
         scheme = match["scheme"].lower()
-        if scheme == "https":
-            raise _refuse_https("listeners", raw)
-        if scheme != "http":
-            raise RestConfigError(f"listeners: {raw!r} uses protocol {scheme!r}; only http is supported")
+        if scheme not in _SCHEMES:
+            raise RestConfigError(f"listeners: {raw!r} uses protocol {scheme!r}; only http and https are supported")
         port = int(match["port"])
         if port > 65535:
             raise RestConfigError(f"listeners: {raw!r} has port {port}, above 65535")
         listeners.append(Listener(scheme, match["host"].strip("[]"), port))
     if not listeners:
-        raise RestConfigError("listeners: no listener given; set e.g. listeners=http://:8083")
+        raise RestConfigError("listeners: no listener given; set e.g. listeners=http://127.0.0.1:8083")
     return listeners
 
 
-def _bind(listener: Listener) -> socket.socket:
+class _CherootServer(wsgi.Server):
+    """cheroot's WSGI server, reporting its own errors through logging instead of stderr."""
+
+    def error_log(self, msg: str = "", level: int = logging.INFO, traceback: bool = False) -> None:
+        log.log(level, "REST server: %s", msg, exc_info=traceback)
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
     try:
-        if listener.host:
-            return socket.create_server((listener.host, listener.port))
-        if socket.has_dualstack_ipv6():
-            try:
-                return socket.create_server(("::", listener.port), family=socket.AF_INET6, dualstack_ipv6=True)
-            except OSError:
-                pass  # IPv6 present but unusable here (e.g. disabled in a container): IPv4 only.
-        return socket.create_server(("0.0.0.0", listener.port))
-    except OSError as e:
-        raise OSError(e.errno, f"Cannot listen on {listener} for the REST API: {e.strerror or e}") from e
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind_addresses(listener: Listener) -> list[tuple[str, int]]:
+    if listener.host and not listener.every_interface:
+        return [(listener.host, listener.port)]
+    if listener.host == "0.0.0.0":
+        return [("0.0.0.0", listener.port)]
+    # Every interface: dual-stack IPv6 when the host has it (cheroot turns IPV6_V6ONLY off), else IPv4.
+    if socket.has_ipv6:
+        return [("::", listener.port), ("0.0.0.0", listener.port)]
+    return [("0.0.0.0", listener.port)]
 
 
 class RestServer:
-    """Serves ``app`` on every listener from ``worker_config`` in one daemon thread.
+    """Serves ``app`` on every listener from ``worker_config``, one cheroot server per listener.
 
     Usage: ``server = RestServer(app, config); server.start(); ... server.stop()``. Port 0 binds a
     free port; ``port`` and ``url`` then give the one bound.
@@ -109,11 +119,14 @@ class RestServer:
         self._advertised_listener = self._read_advertised_listener()
         self._advertised_host: str | None = setting(worker_config, "rest.advertised.host.name") or None
         self._advertised_port = self._read_advertised_port()
-        self._map: dict[int, Any] = {}
-        self._server: Any = None
+        self._ssl_adapter: Any = None
+        if any(listener.scheme == "https" for listener in self.listeners):
+            self._ssl_adapter = ssl_adapter(worker_config)
+        self._servers: list[_CherootServer] = []
+        self._threads_serving: list[threading.Thread] = []
         self._bound: list[tuple[str, int]] = []
-        self._thread: threading.Thread | None = None
-        self._stopping = threading.Event()
+        self._started = False
+        self._stopped = False
         self._lock = threading.Lock()
 
     def _read_advertised_listener(self) -> str | None:
@@ -121,10 +134,8 @@ class RestServer:
         if value is None or not str(value).strip():
             return None
         protocol = str(value).strip().lower()
-        if protocol == "https":
-            raise _refuse_https("rest.advertised.listener", str(value))
-        if protocol != "http":
-            raise RestConfigError(f"rest.advertised.listener: {value!r} is not a protocol; use http")
+        if protocol not in _SCHEMES:
+            raise RestConfigError(f"rest.advertised.listener: {value!r} is not a protocol; use http or https")
         return protocol
 
     def _read_advertised_port(self) -> int | None:
@@ -140,68 +151,81 @@ class RestServer:
         return port
 
     # --- lifecycle -------------------------------------------------------------------------
+    def _prepare(self, listener: Listener) -> _CherootServer:
+        """A cheroot server bound and listening on ``listener`` (not yet serving)."""
+        last: OSError | None = None
+        for address in _bind_addresses(listener):
+            server = _CherootServer(address, self._app, numthreads=self._threads, server_name="headrace",
+                                    timeout=_SOCKET_TIMEOUT_S, shutdown_timeout=_DRAIN_TIMEOUT_S)
+            server.software = "headrace"
+            server.max_request_header_size = MAX_REQUEST_HEADER_BYTES
+            if listener.scheme == "https":
+                server.ssl_adapter = self._ssl_adapter
+            try:
+                server.prepare()
+                return server
+            except OSError as e:
+                last = e
+        assert last is not None
+        raise OSError(last.errno, f"Cannot listen on {listener} for the REST API: {last.strerror or last}") from last
+
     def start(self) -> None:
         with self._lock:
-            if self._thread is not None:
+            if self._started:
                 raise RuntimeError("REST server already started")
-            sockets = []
+            self._started = True
             try:
                 for listener in self.listeners:
-                    sockets.append(_bind(listener))
-            except OSError:
-                for sock in sockets:
-                    sock.close()
+                    self._servers.append(self._prepare(listener))
+            except BaseException:
+                for server in self._servers:
+                    server.stop()
+                self._servers.clear()
                 raise
-            self._server = create_server(
-                self._app, map=self._map, sockets=sockets, threads=self._threads, ident="headrace"
-            )
-            self._bound = [sock.getsockname()[:2] for sock in sockets]
-            self._thread = threading.Thread(target=self._serve, name="rest-server", daemon=True)
-            self._thread.start()
+            self._bound = [server.bind_addr[:2] for server in self._servers]
+            for index, server in enumerate(self._servers):
+                thread = threading.Thread(target=self._serve, args=(server,), name=f"rest-server-{index}",
+                                          daemon=True)
+                self._threads_serving.append(thread)
+                thread.start()
         log.info("REST server listening on %s; advertised URL %s", ", ".join(self.urls), self.advertised_url())
+        self._warn_if_exposed()
 
-    def _busy(self) -> bool:
-        return any(
-            isinstance(d, HTTPChannel) and (d.requests or d.total_outbufs_len) for d in list(self._map.values())
-        )
+    def _warn_if_exposed(self) -> None:
+        if basic_auth_enabled(self._config):
+            return
+        # An https listener that requires client certificates authenticates its callers itself.
+        mutual_tls = self._ssl_adapter is not None and self._ssl_adapter.context.verify_mode == ssl.CERT_REQUIRED
+        exposed = [str(listener) for listener in self.listeners
+                   if not _is_loopback(listener.host) and not (listener.scheme == "https" and mutual_tls)]
+        if exposed:
+            log.warning(
+                "The REST API on %s is reachable from other hosts and has no authentication: anyone who "
+                "can reach it can create connectors, which read and write files and run plugins on this "
+                "host. Listen on 127.0.0.1, or enable basic authentication (rest.extension.classes)",
+                ", ".join(exposed),
+            )
 
-    def _serve(self) -> None:
-        # Every socket is opened and closed on this thread, so select() never sees a closed descriptor.
+    @staticmethod
+    def _serve(server: _CherootServer) -> None:
         try:
-            while not self._stopping.is_set() and self._map:
-                loop(timeout=_LOOP_TIMEOUT_S, map=self._map, count=1)
-            for dispatcher in list(self._map.values()):
-                if isinstance(dispatcher, BaseWSGIServer):
-                    dispatcher.close()  # stop accepting; connections already open may finish
-            deadline = time.monotonic() + _DRAIN_TIMEOUT_S
-            while self._busy() and time.monotonic() < deadline:
-                loop(timeout=0.05, map=self._map, count=1)
+            server.serve()
         except Exception:
             log.exception("REST server loop failed")
-        finally:
-            close_all(self._map)
-            self._server.task_dispatcher.shutdown(cancel_pending=True, timeout=_DRAIN_TIMEOUT_S)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop accepting, let requests in flight finish (up to 5 s), close every socket. Idempotent."""
-        thread = self._thread
-        if thread is None or self._stopping.is_set():
-            if thread is not None:
-                thread.join(timeout)
-            return
-        self._stopping.set()
-        for dispatcher in list(self._map.values()):
-            if isinstance(dispatcher, WakeTrigger):
-                try:
-                    dispatcher.pull_trigger()
-                except OSError:
-                    pass  # the loop saw the stop first and has already closed the trigger: nothing to wake
-                break
-        thread.join(timeout)
-        if thread.is_alive():
-            log.warning("REST server thread did not stop within %.0f s", timeout)
-        else:
-            log.info("REST server stopped")
+        with self._lock:
+            if not self._started or self._stopped:
+                return
+            self._stopped = True
+        for server in self._servers:
+            server.stop()  # cheroot: closes the listening socket, then waits for requests in flight
+        for thread in self._threads_serving:
+            thread.join(timeout)
+            if thread.is_alive():
+                log.warning("REST server thread %s did not stop within %.0f s", thread.name, timeout)
+        log.info("REST server stopped")
 
     def __enter__(self) -> RestServer:
         self.start()
@@ -234,7 +258,7 @@ class RestServer:
     def url(self) -> str:
         """A URL reaching the first listener from this host (loopback when it binds every interface)."""
         listener = self.listeners[0]
-        host = listener.host if listener.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+        host = "127.0.0.1" if listener.every_interface else listener.host
         return str(Listener(listener.scheme, host, self.port))
 
     def advertised_url(self) -> str:

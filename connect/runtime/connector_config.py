@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from connect.api.config import (
+    CompositeValidator,
     ConfigDef,
     ConfigKey,
     ConfigType,
@@ -50,9 +51,25 @@ def _unique_aliases(name: str, value: Any) -> str | None:
     return None
 
 
+# Kafka Connect refuses names with a character for which Java's Character.isISOControl is true; a "/"
+# would make the connector unaddressable over REST (and an encoded one is refused there).
+_NAME_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f/]")
+
+
+def _connector_name(name: str, value: Any) -> str | None:
+    bad = _NAME_FORBIDDEN.search(value) if isinstance(value, str) else None
+    if bad is None:
+        return None
+    if bad.group() == "/":
+        return "Connector name must not contain '/'"
+    return f"Connector name must not contain ISO control characters (found U+{ord(bad.group()):04X})"
+
+
 def base_connector_def() -> ConfigDef:
     d = ConfigDef()
-    d.define("name", ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
+    d.define("name", ConfigType.STRING,
+             validator=CompositeValidator.of(NonEmptyString(), LambdaValidator(_connector_name, "no control chars or /")),
+             importance=Importance.HIGH,
              documentation="Globally unique name to use for this connector.", group=COMMON_GROUP,
              order_in_group=1, width=Width.MEDIUM, display_name="Connector name")
     d.define("connector.class", ConfigType.STRING, importance=Importance.HIGH,

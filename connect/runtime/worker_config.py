@@ -48,13 +48,34 @@ def worker_config_def() -> ConfigDef:
              documentation="Names of ConfigProviders; each needs config.providers.<name>.class.")
     d.define("topic.creation.enable", ConfigType.BOOLEAN, True, importance=Importance.LOW,
              documentation="Whether source connectors may create topics per topic.creation.* settings.")
-    d.define("listeners", ConfigType.LIST, ["http://:8083"], importance=Importance.LOW,
-             documentation="REST listeners, e.g. http://127.0.0.1:8083. Empty list: no REST server.")
+    d.define("listeners", ConfigType.LIST, ["http://127.0.0.1:8083"], importance=Importance.LOW,
+             documentation="REST listeners (http:// or https://host:port). Loopback by default, unlike "
+                           "Kafka Connect's http://:8083; an empty host means every interface. Empty list: no "
+                           "REST server.")
     d.define("rest.advertised.host.name", ConfigType.STRING, None, importance=Importance.LOW)
     d.define("rest.advertised.port", ConfigType.INT, None, importance=Importance.LOW)
     d.define("rest.advertised.listener", ConfigType.STRING, None, importance=Importance.LOW)
     d.define("access.control.allow.origin", ConfigType.STRING, "", importance=Importance.LOW)
     d.define("access.control.allow.methods", ConfigType.STRING, "", importance=Importance.LOW)
+    # REST security (rest/guards.py, rest/auth.py, rest/tls.py). The listeners.https.ssl.* / ssl.* keys
+    # are read by rest/tls.py from the originals, as Kafka Connect reads them with a prefix.
+    d.define("rest.extension.classes", ConfigType.LIST, [], importance=Importance.LOW,
+             documentation="REST extensions; org.apache.kafka.connect.rest.basic.auth.extension."
+                           "BasicAuthSecurityRestExtension (or BasicAuthSecurityRestExtension) turns on HTTP "
+                           "basic authentication.")
+    d.define("rest.basic.auth.credentials.file", ConfigType.STRING, None, importance=Importance.LOW,
+             documentation="Users file of basic authentication: user=bcrypt-hash (or plain text) lines.")
+    d.define("rest.basic.auth.jaas.config", ConfigType.STRING, None, importance=Importance.LOW,
+             documentation="A JAAS file whose KafkaConnect section names the users file, as Kafka Connect "
+                           "takes it through -Djava.security.auth.login.config.")
+    d.define("rest.request.max.bytes", ConfigType.INT, 4 * 1024 * 1024, Range.at_least(1), Importance.LOW,
+             "Largest REST request body accepted; larger ones get 413 before they are read.")
+    d.define("rest.allowed.hosts", ConfigType.LIST, [], importance=Importance.LOW,
+             documentation="More names the REST API answers to in the Host header (e.g. a proxy's); "
+                           "* turns the Host check off.")
+    d.define("ssl.client.auth", ConfigType.STRING, "none",
+             ValidString.in_("none", "requested", "required"), Importance.LOW,
+             "Whether https listeners ask clients for a certificate.")
     d.define("client.id", ConfigType.STRING, "", importance=Importance.LOW)
     d.define("connector.client.config.override.policy", ConfigType.STRING, "All",
              ValidString.in_("All", "None", "Principal"), Importance.LOW)

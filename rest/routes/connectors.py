@@ -9,6 +9,7 @@ from urllib.parse import quote
 from flask import Blueprint, Response, current_app, request
 
 from connect.runtime.herder import ConnectorOffset, ConnectorTaskId, NotFoundError, TargetState
+from rest.access_log import printable
 from rest.context import CONFIG_KEY, current_herder, setting_bool
 from rest.errors import RestError, empty_response, json_response
 from rest.parsing import bool_param, json_object_body, string_map
@@ -64,7 +65,7 @@ def list_connectors() -> Response:
                 elif expansion == "info":
                     entry["info"] = herder.connector_info(name).to_json()
                 else:
-                    log.info("Ignoring unknown expansion type %s", expansion)
+                    log.info("Ignoring unknown expansion type %s", printable(expansion))
         except NotFoundError:
             # Deleted between listing and looking it up: it is simply no longer there.
             continue

@@ -1,4 +1,4 @@
-"""RestServer: listeners, advertised URL, serving on waitress, stopping, and the access log."""
+"""RestServer: listeners, advertised URL, serving on cheroot, stopping, and the access log."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ LOOPBACK = {"listeners": "http://127.0.0.1:0"}
         ("http://127.0.0.1:0", [Listener("http", "127.0.0.1", 0)]),
         (" HTTP://localhost:9000/ , http://[::1]:9001", [Listener("http", "localhost", 9000), Listener("http", "::1", 9001)]),
         (["http://a:1", "http://b:2"], [Listener("http", "a", 1), Listener("http", "b", 2)]),
+        ("http://:8083,https://:8443", [Listener("http", "", 8083), Listener("https", "", 8443)]),
     ],
 )
 def test_parse_listeners(value: str | list[str], expected: list[Listener]) -> None:
@@ -33,8 +34,6 @@ def test_parse_listeners(value: str | list[str], expected: list[Listener]) -> No
 @pytest.mark.parametrize(
     ("value", "fragment"),
     [
-        ("https://:8443", "HTTPS"),
-        ("http://:8083,https://:8443", "HTTPS"),
         ("ftp://:21", "'ftp'"),
         ("localhost:8083", "http://host:port"),
         ("http://:port", "http://host:port"),
@@ -48,17 +47,17 @@ def test_bad_listeners_are_refused(value: str, fragment: str) -> None:
     assert fragment in str(e.value)
 
 
-def test_rest_server_refuses_https_config_up_front() -> None:
-    with pytest.raises(RestConfigError, match="HTTPS"):
+def test_rest_server_refuses_bad_config_up_front() -> None:
+    with pytest.raises(RestConfigError, match="key store"):
         RestServer(object(), {"listeners": "https://:8443"})
     with pytest.raises(RestConfigError, match="rest.advertised.listener"):
-        RestServer(object(), {"listeners": "http://:8083", "rest.advertised.listener": "https"})
+        RestServer(object(), {"listeners": "http://:8083", "rest.advertised.listener": "ftp"})
     with pytest.raises(RestConfigError, match="rest.advertised.port"):
         RestServer(object(), {"listeners": "http://:8083", "rest.advertised.port": "eighty"})
 
 
-def test_default_listener_is_port_8083_on_every_interface() -> None:
-    assert RestServer(object(), {}).listeners == [Listener("http", "", 8083)]
+def test_default_listener_is_loopback_port_8083() -> None:
+    assert RestServer(object(), {}).listeners == [Listener("http", "127.0.0.1", 8083)]
 
 
 # --- advertised URL -----------------------------------------------------------------------------
@@ -85,14 +84,14 @@ def test_serves_on_a_free_port_then_stops_cleanly() -> None:
         assert server.port > 0
         assert server.url == f"http://127.0.0.1:{server.port}"
         assert server.advertised_url() == f"http://127.0.0.1:{server.port}/"
-        assert any(t.name == "rest-server" and t.daemon for t in threading.enumerate())
+        assert any(t.name == "rest-server-0" and t.daemon for t in threading.enumerate())
         r = httpx.get(f"{server.url}/connectors", timeout=10)
         assert (r.status_code, r.json()) == (200, [])
         assert r.headers["Server"] == "headrace"
     finally:
         server.stop()
     server.stop()  # idempotent
-    assert not any(t.name == "rest-server" for t in threading.enumerate())
+    assert not any(t.name.startswith("rest-server") for t in threading.enumerate())
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{server.url}/connectors", timeout=2)
 
@@ -173,3 +172,71 @@ def test_unreachable_leader_is_500_naming_it() -> None:
     client = create_app(NotLeaderHerder(dead), LOOPBACK).test_client()
     r = client.put("/connectors/x/config", json={"connector.class": "FileStreamSource"})
     assert r.status_code == 500 and dead in r.get_json()["message"]
+
+
+# --- stopping with requests in flight, and log lines --------------------------------------------------------
+class SlowHerder(FakeHerder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+
+    def connectors(self) -> list[str]:
+        self.entered.set()
+        import time
+
+        time.sleep(1.0)
+        return ["slow"]
+
+
+def test_stop_lets_a_request_in_flight_finish() -> None:
+    herder = SlowHerder()
+    server = RestServer(create_app(herder, LOOPBACK), LOOPBACK)
+    server.start()
+    answers: list[httpx.Response] = []
+    client = threading.Thread(target=lambda: answers.append(httpx.get(f"{server.url}/connectors", timeout=10)))
+    client.start()
+    assert herder.entered.wait(10)
+    server.stop()
+    client.join(10)
+    assert [(r.status_code, r.json()) for r in answers] == [(200, ["slow"])]
+    assert not any(t.name.startswith("rest-server") for t in threading.enumerate())
+
+
+def test_a_control_character_in_the_path_cannot_forge_a_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="rest.access")
+    with RestServer(create_app(FakeHerder(), LOOPBACK), LOOPBACK) as server:
+        httpx.get(f"{server.url}/connectors/a%0A127.0.0.1%20forged%0Db/status", timeout=10)
+    lines = [r.getMessage() for r in caplog.records if r.name == "rest.access"]
+    assert len(lines) == 1 and "\n" not in lines[0] and "\r" not in lines[0]
+    assert "/connectors/a\\n127.0.0.1 forged\\rb/status" in lines[0]
+
+
+def test_exposed_listener_without_authentication_is_a_warning(caplog: pytest.LogCaptureFixture, tmp_path) -> None:
+    caplog.set_level(logging.WARNING, logger="rest.server")
+    exposed = {"listeners": "http://:0,http://127.0.0.1:0"}
+    with RestServer(create_app(FakeHerder(), exposed), exposed):
+        pass
+    with RestServer(create_app(FakeHerder(), LOOPBACK), LOOPBACK):
+        pass
+    users = tmp_path / "users.properties"
+    users.write_text("u=p\n")
+    authenticated = {**exposed, "rest.extension.classes": "BasicAuthSecurityRestExtension",
+                     "rest.basic.auth.credentials.file": str(users)}
+    with RestServer(create_app(FakeHerder(), authenticated), authenticated):
+        pass
+    warnings = [r.getMessage() for r in caplog.records if "no authentication" in r.getMessage()]
+    assert len(warnings) == 1 and "http://:0" in warnings[0] and "127.0.0.1:0" not in warnings[0]
+
+
+def test_oversize_request_headers_are_refused_without_reading_them_all() -> None:
+    with RestServer(create_app(FakeHerder(), LOOPBACK), LOOPBACK) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(b"GET /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: ")
+            try:
+                for _ in range(64):  # 64 MiB offered; the server answers long before
+                    sock.sendall(b"p" * (1024 * 1024))
+            except OSError:
+                pass
+            answer = sock.recv(4096)
+        assert answer.split(b" ", 2)[1] in (b"413", b"414", b"431", b"400"), answer[:200]
+        assert httpx.get(f"{server.url}/connectors", timeout=10).status_code == 200
