@@ -6,10 +6,12 @@ cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
 
-# Debian packages: kcat (an independent Kafka client for interoperability tests) and redis-server.
+# Debian packages: kcat (an independent Kafka client for interoperability tests), redis-server, and openssl
+# (the REST TLS tests make their certificates with it).
 need_apt=()
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
