@@ -205,7 +205,7 @@ class ConfigTopicStore:
                 # one batch: the records of one change are appended together or not at all
                 self._producer.send_batch(self.topic, 0, [v for _, v in wire], [k for k, _ in wire])
                 left = self._producer.flush(30.0)
-            except LogError as exc:
+            except (LogError, OSError) as exc:  # the embedded log lets a full disk's OSError through
                 raise ConfigWriteError(f"Write to config topic '{self.topic}' failed: {exc}") from None
             if left:
                 raise ConfigWriteError(f"Write to config topic '{self.topic}' not acknowledged within 30 s")
