@@ -123,7 +123,13 @@ class StandaloneHerder(AbstractHerder):
                 if self.store.snapshot.task_configs.get(name):
                     self._put_task_configs(name, [])
             else:
-                self._update_task_configs(name)
+                try:
+                    self._update_task_configs(name)
+                except HerderError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the connector's task_configs() broke: it is FAILED
+                    self.worker.fail_connector(name, exc)
+                    return
                 self._start_tasks(name)
 
     def _update_task_configs(self, name: str) -> bool:

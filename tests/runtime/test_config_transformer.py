@@ -107,3 +107,21 @@ def test_log_records_lose_resolved_values(tmp_path, plugins):
     assert SecretRedactingFilter(transformer).filter(record)
     text = logging.Formatter().format(record)
     assert "s3cr3t-value" not in text and "[hidden]" in text and "ValueError" in text
+
+
+def test_status_traces_and_topic_names_lose_resolved_values(tmp_path, plugins):
+    from connect.runtime.herder import ConnectorTaskId, State
+    from connect.runtime.status import StatusStore, TaskStatus
+
+    secrets = tmp_path / "s.properties"
+    secrets.write_text("topic=secret-topic-name\n")
+    transformer = ConfigTransformer(plugins, {"config.providers": "file"})
+    transformer.transform({"topic": f"${{file:{secrets}:topic}}"})
+    status = StatusStore()
+    status.redact = transformer.redact
+    status.put_task(ConnectorTaskId("c", 0), TaskStatus(State.FAILED, "w", "no topic secret-topic-name"))
+    status.put_connector("c", TaskStatus(State.FAILED, "w", "secret-topic-name refused"))
+    status.add_topic("c", "secret-topic-name")
+    assert status.task(ConnectorTaskId("c", 0)).trace == "no topic [hidden]"
+    assert status.connector("c").trace == "[hidden] refused"
+    assert status.topics("c") == ["[hidden]"]
