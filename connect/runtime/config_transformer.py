@@ -89,24 +89,28 @@ class ConfigTransformer:
     # --- keeping resolved values out of storage and text ----------------------------------------------------
     def reverse(self, raw_config: Mapping[str, str], task_configs: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
         """Task configs as they may be stored: where the connector passed a resolved value on, put its reference
-        back (Kafka Connect does this by key; a value copied under another key is caught by the value too)."""
+        back. Kafka Connect does this by key; here a resolved value copied into another key, whole or inside a
+        longer string (a URL with a password in it), gets its reference back too, so the task, which resolves
+        its config at start, sees the same values."""
         referenced = {k: v for k, v in raw_config.items() if self.has_references(v)}
-        resolved = {}
+        pieces: dict[str, str] = {}
         for key, raw in referenced.items():
-            try:
-                value = self.transform({key: raw})[key]
-            except Exception:  # noqa: BLE001 - a reference that no longer resolves cannot have been passed on
-                continue
-            if value != raw and len(value) >= _MIN_REDACTED_LENGTH:
-                resolved[value] = raw
+            for match in _REFERENCE.finditer(raw):
+                try:
+                    value = self._lookup(key, match)
+                except Exception:  # noqa: BLE001 - a reference that does not resolve now was not passed on
+                    continue
+                if value != match.group(0) and len(value) >= _MIN_REDACTED_LENGTH:
+                    pieces[value] = match.group(0)
+        pattern = re.compile("|".join(re.escape(v) for v in sorted(pieces, key=len, reverse=True))) if pieces else None
         out = []
         for config in task_configs:
             new = dict(config)
             for key, value in config.items():
                 if key in referenced:
                     new[key] = referenced[key]
-                elif value in resolved:
-                    new[key] = resolved[value]
+                elif pattern is not None and isinstance(value, str):
+                    new[key] = pattern.sub(lambda m: pieces[m.group(0)], value)
             out.append(new)
         return out
 

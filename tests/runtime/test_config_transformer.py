@@ -81,10 +81,11 @@ def test_task_configs_get_their_references_back_and_values_are_redacted(tmp_path
     raw = {"connection.password": f"${{file:{secrets}:pw}}", "topic": "t"}
     resolved = transformer.transform(raw)
     tasks = [{"connection.password": resolved["connection.password"], "copied": resolved["connection.password"],
-              "topic": "t", "task.class": "X"}]
-    assert transformer.reverse(raw, tasks) == [{"connection.password": raw["connection.password"],
-                                                "copied": raw["connection.password"], "topic": "t",
-                                                "task.class": "X"}]
+              "url": f"db://bob:{resolved['connection.password']}@host", "topic": "t", "task.class": "X"}]
+    stored = transformer.reverse(raw, tasks)
+    assert stored == [{"connection.password": raw["connection.password"], "copied": raw["connection.password"],
+                       "url": f"db://bob:{raw['connection.password']}@host", "topic": "t", "task.class": "X"}]
+    assert transformer.transform(stored[0]) == tasks[0], "the task resolves what was stored to what it was given"
     assert transformer.redact("login failed for s3cr3t-value!") == "login failed for [hidden]!"
 
 
