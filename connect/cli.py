@@ -113,7 +113,6 @@ class StandaloneRuntime:
 
     def start(self) -> None:
         from connect.log import open_log_backend
-        from connect.runtime.config_store import ConfigTopicStore
         from connect.runtime.offsets import FileOffsetStore
         from connect.runtime.standalone import StandaloneHerder
         from connect.runtime.status import StatusStore
@@ -130,19 +129,36 @@ class StandaloneRuntime:
                 log.info("Kafka cluster id: %s", admin.cluster_id())
             finally:
                 admin.close()
-        offsets = FileOffsetStore(self.config.get("offset.storage.file.filename"))
+        offsets_file = self.config.get("offset.storage.file.filename")
+        offsets = FileOffsetStore(offsets_file)
         offsets.start()
         worker_id = _worker_id(self.config)
-        worker = Worker(worker_id, self.config, self.plugins, backend, offsets, StatusStore())
-        store = ConfigTopicStore(backend, self.config.get("config.storage.topic"),
-                                 self.config.get("config.storage.replication.factor"))
-        self.herder = StandaloneHerder(worker, store)
+        status = StatusStore()
+        worker = Worker(worker_id, self.config, self.plugins, backend, offsets, status)
+        _keep_secrets_out_of_text(worker.config_transformer, status)
+        self.herder = StandaloneHerder(worker, self._config_store(backend, offsets_file, worker_id))
         self._start_rest()
         self.herder.start()
         for path, props in self.connector_configs:
             info = self.herder.apply_connector_file(props)
             log.info("[%s] Created connector from %s (%s, %d task(s))", info.name, path, info.type.value,
                      len(info.tasks))
+
+    def _config_store(self, backend, offsets_file: str, worker_id: str):  # noqa: ANN001, ANN202
+        """The worker's own config topic: in its embedded log, or on Kafka one named after its lasting id."""
+        from connect.runtime.config_encryption import ConfigEncryption
+        from connect.runtime.config_store import ConfigTopicStore
+        from connect.runtime.worker_identity import standalone_identity
+
+        identity = standalone_identity(offsets_file)
+        topic = self.config.get("config.storage.topic") or (
+            f"connect-configs-standalone-{identity}" if self.config.uses_kafka else "connect-configs")
+        # the embedded log syncs to disk only when asked; a config write is acknowledged once it is synced
+        topic_configs = {} if self.config.uses_kafka else {"flush.messages": "1"}
+        return ConfigTopicStore(backend, topic, self.config.get("config.storage.replication.factor"),
+                                owner={"worker.id": identity, "rest.worker.id": worker_id},
+                                encryption=ConfigEncryption.from_worker_config(self.config.originals, offsets_file),
+                                topic_configs=topic_configs)
 
     def _start_rest(self) -> None:
         listeners = self.config.get_list("listeners")
@@ -188,6 +204,16 @@ class StandaloneRuntime:
         backend = getattr(self, "backend", None)
         if backend is not None:
             backend.close()
+
+
+def _keep_secrets_out_of_text(transformer, status) -> None:  # noqa: ANN001
+    """Values resolved from config providers are blanked from every log line and status trace."""
+    from connect.runtime.config_transformer import SecretRedactingFilter
+
+    status.redact = transformer.redact
+    redacting = SecretRedactingFilter(transformer)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(redacting)
 
 
 def _worker_id(config) -> str:  # noqa: ANN001

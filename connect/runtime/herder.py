@@ -295,3 +295,9 @@ class Herder(abc.ABC):
     @abc.abstractmethod
     def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
         """The ConfigInfos body: ``{"name","error_count","groups","configs":[...]}``."""
+
+
+class PayloadTooLargeError(HerderError):
+    """A config too large to store (413, as for an oversize request body)."""
+
+    status = 413

@@ -20,7 +20,7 @@ from typing import Any
 
 from connect.api.connector import OffsetStorageReader
 
-__all__ = ["ConnectorOffsetReader", "FileOffsetStore", "OffsetStore", "offset_key"]
+__all__ = ["ConnectorOffsetReader", "FileOffsetStore", "OffsetFileError", "OffsetStore", "offset_key"]
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +94,18 @@ class OffsetStore(abc.ABC):
         self.put(connector, [(p, None) for p, _ in self.connector_offsets(connector)])
 
 
+class OffsetFileError(OSError):
+    """The offsets file cannot be read; the message names the file and the reason."""
+
+
+def _is_offset_key(key: str) -> bool:
+    try:
+        doc = json.loads(key)
+    except ValueError:
+        return False
+    return isinstance(doc, list) and len(doc) == 2 and isinstance(doc[0], str) and isinstance(doc[1], dict)
+
+
 class FileOffsetStore(OffsetStore):
     """Offsets in one JSON file, replaced atomically (write, fsync, rename) on every commit."""
 
@@ -103,17 +115,30 @@ class FileOffsetStore(OffsetStore):
 
     def start(self) -> None:
         if self.path.exists():
-            try:
-                doc = json.loads(self.path.read_text("utf-8") or "{}")
-            except ValueError as exc:
-                raise OSError(f"{self.path}: offset file is not valid JSON: {exc}") from exc
-            self._data = {k: v for k, v in doc.get("offsets", doc).items() if isinstance(v, str)}
+            self._data = self._load()
         log.info("Loaded %d source offsets from %s", len(self._data), self.path)
+
+    def _load(self) -> dict[str, str]:
+        """The file's offsets; anything but this store's own format is refused, never half-read."""
+        try:
+            doc = json.loads(self.path.read_text("utf-8") or "{}")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise OffsetFileError(f"{self.path}: offset file is not valid JSON: {exc}") from None
+        offsets = doc.get("offsets", doc) if isinstance(doc, dict) else doc
+        if not isinstance(offsets, dict):
+            raise OffsetFileError(f"{self.path}: offset file is not a JSON object of offsets "
+                                  f'({{"version": 1, "offsets": {{...}}}}) but {type(offsets).__name__}')
+        for key, value in offsets.items():
+            if not isinstance(value, str) or not _is_offset_key(key):
+                raise OffsetFileError(f"{self.path}: offset file entry {key!r} is not an offset written by a "
+                                      "standalone worker (key [connector, partition], value a JSON text)")
+        return dict(offsets)
 
     def _persist(self, changes: Mapping[str, str | None]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
+        # owner-only: offsets say what was read where, and nobody else needs to know
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
             json.dump({"version": 1, "offsets": self._data}, fh, ensure_ascii=False)
             fh.flush()
             os.fsync(fh.fileno())

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jproperties import Properties
+from jproperties import ParseError, Properties
 
 from connect.api.errors import ConfigException
 
 __all__ = ["ConfigFileError", "load_config_file", "parse_properties"]
+
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class ConfigFileError(ConfigException):
@@ -30,12 +32,20 @@ def load_config_file(path: str | Path) -> dict[str, str]:
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigFileError(message=f"{path}: cannot read config file: {exc.strerror or exc}") from exc
+    if raw.startswith(_UTF8_BOM):
+        # Java's Properties.load would read the BOM as part of the first key: refuse rather than guess
+        raise ConfigFileError(message=f"{path}: starts with a UTF-8 byte order mark (BOM); save the file as "
+                                      "UTF-8 without a BOM")
     if path.suffix.lower() == ".json" or raw.lstrip()[:1] == b"{":
         return _from_json(path, raw)
     try:
         return parse_properties(raw)
-    except Exception as exc:  # jproperties raises its own ParseError and UnicodeDecodeError
-        raise ConfigFileError(message=f"{path}: cannot parse properties: {exc}") from exc
+    except ParseError as exc:
+        # jproperties gives an empty message for a bad \u escape, the only ParseError it raises
+        reason = exc.message or "malformed \\uXXXX escape (a \\u needs four hex digits)"
+        raise ConfigFileError(message=f"{path}: line {exc.line_number}: cannot parse properties: {reason}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigFileError(message=f"{path}: not UTF-8 text (byte {exc.start}): {exc.reason}") from None
 
 
 def _from_json(path: Path, raw: bytes) -> dict[str, str]:
@@ -48,7 +58,11 @@ def _from_json(path: Path, raw: bytes) -> dict[str, str]:
     if isinstance(doc.get("config"), dict):
         config = dict(doc["config"])
         if "name" in doc:
-            config.setdefault("name", doc["name"])
+            inner = config.setdefault("name", doc["name"])
+            if inner != doc["name"]:
+                # REST refuses this too: which of the two names would the connector get?
+                raise ConfigFileError(message=f"{path}: connector name in config ({inner}) doesn't match the "
+                                              f"connector name ({doc['name']})")
     else:
         config = doc
     out: dict[str, str] = {}

@@ -2,21 +2,25 @@
 
 Unlike Kafka Connect's standalone mode, connectors created over REST survive
 a restart: their configs and target states live in a compacted config topic
-(``config.storage.topic``) of the worker's log, in Kafka Connect's formats.
+(``config.storage.topic``) of the worker's own, in Kafka Connect's formats.
 Connector files given on the command line are (re)applied at every start.
+A change is made to the running connectors only after the config topic
+has acknowledged it: a write that fails changes nothing and is answered
+with the reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from connect.api.errors import ConfigException
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import LogError
 from connect.runtime.abstract_herder import AbstractHerder
-from connect.runtime.config_store import ConfigTopicStore
+from connect.runtime.config_store import ConfigTopicStore, ConfigWriteError, RecordTooLargeError
 from connect.runtime.herder import (
     AlreadyExistsError,
     BadRequestError,
@@ -27,6 +31,7 @@ from connect.runtime.herder import (
     ConnectorType,
     HerderError,
     NotFoundError,
+    PayloadTooLargeError,
     State,
     TargetState,
     TaskInfo,
@@ -86,25 +91,56 @@ class StandaloneHerder(AbstractHerder):
             raise NotFoundError(f"Connector {name} not found")
         return config
 
+    @staticmethod
+    @contextlib.contextmanager
+    def _stored(what: str) -> Iterator[None]:
+        """Config-topic write failures as the herder answers them: 413 for a record too large, else 500."""
+        try:
+            yield
+        except RecordTooLargeError as exc:
+            raise PayloadTooLargeError(f"{what} not stored: {exc}") from None
+        except ConfigWriteError as exc:
+            raise HerderError(f"{what} not stored: {exc}") from None
+
+    def _task_secret_keys(self, config: Mapping[str, str], task_configs: list[dict[str, str]]) -> set[str]:
+        """Keys of task configs to encrypt: the connector's PASSWORD keys, and any key holding one of their values."""
+        keys = set(self.password_keys(config))
+        secrets = {config[k] for k in keys if config.get(k)}
+        for task_config in task_configs:
+            keys.update(k for k, v in task_config.items() if v in secrets)
+        return keys
+
+    def _put_task_configs(self, name: str, task_configs: list[dict[str, str]]) -> None:
+        config = self.store.snapshot.connectors[name]
+        with self._stored(f"Task configs of connector {name}"):
+            self.store.put_task_configs(name, task_configs, self._task_secret_keys(config, task_configs))
+
     def _start_connector(self, name: str) -> None:
         config = self.store.snapshot.connectors[name]
         target = self.store.snapshot.target_state(name)
         if self.worker.start_connector(name, config, target, self._request_reconfiguration):
             if target is TargetState.STOPPED:
                 if self.store.snapshot.task_configs.get(name):
-                    self.store.put_task_configs(name, [])
+                    self._put_task_configs(name, [])
             else:
-                self._update_task_configs(name)
+                try:
+                    self._update_task_configs(name)
+                except HerderError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the connector's task_configs() broke: it is FAILED
+                    self.worker.fail_connector(name, exc)
+                    return
                 self._start_tasks(name)
 
     def _update_task_configs(self, name: str) -> bool:
         """Ask the connector for task configs; store them if they changed. True when they did."""
         config = self.store.snapshot.connectors[name]
         max_tasks = int(config.get("tasks.max", 1))
-        new = self.worker.connector_task_configs(name, max_tasks)
+        # stored as the connector's raw config has them: with ${...} references, not their values
+        new = self.worker.config_transformer.reverse(config, self.worker.connector_task_configs(name, max_tasks))
         if new == self.store.snapshot.task_configs.get(name):
             return False
-        self.store.put_task_configs(name, new)
+        self._put_task_configs(name, new)
         return True
 
     def _start_tasks(self, name: str) -> None:
@@ -127,7 +163,12 @@ class StandaloneHerder(AbstractHerder):
                 return
             if self.store.snapshot.target_state(name) is TargetState.STOPPED:
                 return
-            if self._update_task_configs(name):
+            try:
+                changed = self._update_task_configs(name)
+            except HerderError as exc:
+                log.error("[%s] Task reconfiguration failed; the tasks keep their configs: %s", name, exc.message)
+                return
+            if changed:
                 log.info("[%s] Task configs changed; restarting tasks", name)
                 self.worker.stop_tasks(self.worker.task_ids(name))
                 self._start_tasks(name)
@@ -161,11 +202,12 @@ class StandaloneHerder(AbstractHerder):
                     f"Connector name configuration ({config.get('name')}) doesn't match connector name in the URL "
                     f"({name})")
             self.validate_or_raise(config)
+            # stored first: if the config topic refuses it, the old connector keeps running as it was
+            with self._stored(f"Connector {name}'s config"):
+                self.store.put_connector_config(name, config, None if existing is not None else (
+                    initial_state or TargetState.STARTED), self.password_keys(config))
             if existing is not None:
                 self._stop_connector_and_tasks(name)
-                self.store.put_connector_config(name, config)
-            else:
-                self.store.put_connector_config(name, config, initial_state or TargetState.STARTED)
             log.info("[%s] Connector config %s", name, "updated" if existing is not None else "created")
             self._start_connector(name)
             return existing is None, self._info(name)
@@ -183,8 +225,9 @@ class StandaloneHerder(AbstractHerder):
     def delete_connector(self, name: str) -> None:
         with self._lock:
             self._config(name)
+            with self._stored(f"Deletion of connector {name}"):
+                self.store.remove_connector(name)
             self._stop_connector_and_tasks(name)
-            self.store.remove_connector(name)
             self.status.remove_connector(name)
             log.info("[%s] Connector deleted", name)
 
@@ -270,10 +313,10 @@ class StandaloneHerder(AbstractHerder):
             self._config(name)
             if self.store.snapshot.target_state(name) is TargetState.STOPPED:
                 # Kafka pauses a stopped connector by moving it to PAUSED, starting its tasks paused
-                self.store.put_target_state(name, TargetState.PAUSED)
+                self._put_target_state(name, TargetState.PAUSED)
                 self._restart_from_stopped(name)
                 return
-            self.store.put_target_state(name, TargetState.PAUSED)
+            self._put_target_state(name, TargetState.PAUSED)
             self.worker.set_connector_target_state(name, TargetState.PAUSED)
             log.info("[%s] Connector paused", name)
 
@@ -281,12 +324,16 @@ class StandaloneHerder(AbstractHerder):
         with self._lock:
             self._config(name)
             was = self.store.snapshot.target_state(name)
-            self.store.put_target_state(name, TargetState.STARTED)
+            self._put_target_state(name, TargetState.STARTED)
             if was is TargetState.STOPPED:
                 self._restart_from_stopped(name)
             else:
                 self.worker.set_connector_target_state(name, TargetState.STARTED)
             log.info("[%s] Connector resumed", name)
+
+    def _put_target_state(self, name: str, target: TargetState) -> None:
+        with self._stored(f"Target state {target.value} of connector {name}"):
+            self.store.put_target_state(name, target)
 
     def _restart_from_stopped(self, name: str) -> None:
         self.worker.stop_connector(name)
@@ -295,11 +342,11 @@ class StandaloneHerder(AbstractHerder):
     def stop_connector(self, name: str) -> None:
         with self._lock:
             self._config(name)
-            self.store.put_target_state(name, TargetState.STOPPED)
+            self._put_target_state(name, TargetState.STOPPED)
             self.worker.stop_tasks(self.worker.task_ids(name))
             for tid in list(self.status.tasks(name)):
                 self.status.remove_task(tid)
-            self.store.put_task_configs(name, [])
+            self._put_task_configs(name, [])
             self.worker.set_connector_target_state(name, TargetState.STOPPED)
             log.info("[%s] Connector stopped", name)
 

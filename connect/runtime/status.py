@@ -38,18 +38,28 @@ class StatusStore:
         self._tasks: dict[str, dict[ConnectorTaskId, TaskStatus]] = {}
         self._topics: dict[str, set[str]] = {}
         self.listeners: list[StatusListener] = []
+        # blanks resolved config-provider values from traces and topic names (the worker sets it)
+        self.redact: Callable[[str], str] = lambda text: text
 
     def put_connector(self, name: str, status: TaskStatus) -> None:
+        status = self._redacted(status)
         with self._lock:
             self._connectors[name] = status
         for listener in self.listeners:
             listener(name, None, status)
 
     def put_task(self, task: ConnectorTaskId, status: TaskStatus) -> None:
+        status = self._redacted(status)
         with self._lock:
             self._tasks.setdefault(task.connector, {})[task] = status
         for listener in self.listeners:
             listener(task.connector, task, status)
+
+    def _redacted(self, status: TaskStatus) -> TaskStatus:
+        if not status.trace:
+            return status
+        trace = self.redact(status.trace)
+        return status if trace == status.trace else attrs.evolve(status, trace=trace)
 
     def connector(self, name: str) -> TaskStatus | None:
         with self._lock:
@@ -70,7 +80,8 @@ class StatusStore:
 
     def topics(self, connector: str) -> list[str]:
         with self._lock:
-            return sorted(self._topics.get(connector, ()))
+            topics = sorted(self._topics.get(connector, ()))
+        return [self.redact(t) for t in topics]
 
     def reset_topics(self, connector: str) -> None:
         with self._lock:

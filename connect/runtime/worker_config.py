@@ -108,8 +108,16 @@ def _standalone_def() -> ConfigDef:
     d = ConfigDef(worker_config_def())
     d.define("offset.storage.file.filename", ConfigType.STRING, importance=Importance.HIGH,
              documentation="File to store source connector offsets in.")
-    d.define("config.storage.topic", ConfigType.STRING, "connect-configs", importance=Importance.LOW,
-             documentation="Compacted topic that keeps connectors created over REST across restarts.")
+    d.define("config.storage.topic", ConfigType.STRING, None, importance=Importance.LOW,
+             documentation="Compacted topic that keeps connectors created over REST across restarts. Default: "
+                           "connect-configs in the embedded log; on Kafka, connect-configs-standalone-<worker id>, "
+                           "a topic of this worker's own (its id is kept in <offsets file>.worker-id).")
+    d.define("config.storage.encryption.key", ConfigType.PASSWORD, None, importance=Importance.MEDIUM,
+             documentation="Fernet key (32 bytes, URL-safe base64) that encrypts PASSWORD values in the config "
+                           "topic. Default: config.storage.encryption.key.file.")
+    d.define("config.storage.encryption.key.file", ConfigType.STRING, None, importance=Importance.MEDIUM,
+             documentation="File holding the Fernet key. Default: <offsets file>.config-key, generated owner-only "
+                           "on first start.")
     d.define("config.storage.replication.factor", ConfigType.SHORT, -1, importance=Importance.LOW,
              documentation="Replication factor of the config topic when the worker creates it on Kafka; "
                            "-1: the broker's default.replication.factor.")

@@ -325,6 +325,53 @@ def test_connectors_created_over_rest_live_in_the_kafka_config_topic(tmp_path, k
     assert any(json.loads(k)[0] == "rest-src" for k in offsets), "source offsets belong in offset.storage.file"
 
 
+def test_a_second_standalone_worker_on_the_cluster_runs_nothing_of_the_first(tmp_path, kafka, unique_topic):
+    """Without config.storage.topic each worker keeps its connectors in a topic of its own; a topic another
+    worker has claimed is refused with one line."""
+    topic = unique_topic("isolated")
+    a_dir, b_dir = tmp_path / "a", tmp_path / "b"
+    a_dir.mkdir()
+    b_dir.mkdir()
+    (a_dir / "in.txt").write_text("a0\n")
+    port_a, port_b = free_port(), free_port()
+    cfg_a = worker_properties(a_dir, port_a, bootstrap_servers=kafka.bootstrap_servers)
+    worker = connect_standalone(a_dir, cfg_a)
+    try:
+        _wait_rest(port_a, worker)
+        r = httpx.post(f"http://127.0.0.1:{port_a}/connectors", timeout=30, json={"name": "a-src", "config": {
+            "connector.class": "FileStreamSource", "file": str(a_dir / "in.txt"), "topic": topic}})
+        assert r.status_code == 201, r.text
+    finally:
+        assert worker.terminate() == 0, worker.log()
+    # worker B: same cluster, no connector files, its own state directory
+    cfg_b = worker_properties(b_dir, port_b, bootstrap_servers=kafka.bootstrap_servers)
+    worker = connect_standalone(b_dir, cfg_b)
+    try:
+        _wait_rest(port_b, worker)
+        assert httpx.get(f"http://127.0.0.1:{port_b}/connectors", timeout=10).json() == []
+    finally:
+        assert worker.terminate() == 0, worker.log()
+    assert "a-src" not in worker.log()
+    a_id = (a_dir / "connect.offsets.worker-id").read_text().strip()
+    a_topic = f"connect-configs-standalone-{a_id}"
+    assert a_topic in run_cli(["headrace", "topics", "list", "-c", str(cfg_a)]).stdout.decode()
+    # worker B pointed at A's topic: refused, one line naming both workers
+    cfg_b = worker_properties(b_dir, port_b, bootstrap_servers=kafka.bootstrap_servers, config_storage_topic=a_topic)
+    res = run_cli(["connect-standalone", str(cfg_b)], cwd=b_dir, timeout=90)
+    err = res.stderr.decode()
+    errors = [line for line in err.splitlines() if line.startswith("ERROR")]
+    assert res.returncode != 0 and len(errors) == 1 and "Traceback" not in err, err
+    assert a_topic in errors[0] and a_id in errors[0], errors[0]
+    assert "a-src" not in err
+    # worker A restarted still has its connector
+    worker = connect_standalone(a_dir, cfg_a)
+    try:
+        _wait_rest(port_a, worker)
+        assert httpx.get(f"http://127.0.0.1:{port_a}/connectors", timeout=10).json() == ["a-src"]
+    finally:
+        assert worker.terminate() == 0, worker.log()
+
+
 # --- crashes and outages -------------------------------------------------------------------------------------------------
 def _committed_source_lines(tmp: Path, source_file: Path, connector: str) -> int:
     offsets = json.loads((tmp / "connect.offsets").read_text())["offsets"]

@@ -286,7 +286,7 @@ def test_passwords_hidden_and_config_providers_resolved_at_task_start(tmp_path):
     secrets = tmp_path / "secrets.properties"
     secrets.write_text("db.password=hunter2-file\n")
     out = tmp_path / "resolved.txt"
-    w = Worker(tmp_path, **{"plugin.path": plugin_dir}).start()
+    w = Worker(tmp_path, **{"plugin.path": plugin_dir, "config.providers": "file"}).start()
     try:
         with w.http() as c:
             r = c.post("/connectors", json={"name": "s", "config": {
