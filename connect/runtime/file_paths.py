@@ -28,7 +28,9 @@ from typing import Any
 
 from connect.api.config import ConfigDef, FilePath
 from connect.api.errors import ConfigException
+from connect.runtime.config_encryption import default_key_file
 from connect.runtime.worker_config import WorkerConfig
+from connect.runtime.worker_identity import identity_file
 
 __all__ = ["ALLOWED_PATHS_CONFIG", "FilePathPolicy"]
 
@@ -72,6 +74,8 @@ class FilePathPolicy:
         if offsets:
             protected[str(offsets)] = "the worker's offsets file"
             protected[f"{offsets}.tmp"] = "the worker's offsets file"
+            protected[str(default_key_file(offsets))] = "the worker's config encryption key"
+            protected[str(identity_file(offsets))] = "the worker's id file"
         for folder in config.get_list("plugin.path"):
             protected[folder] = "a plugin.path folder"
         return cls(config.get_list(ALLOWED_PATHS_CONFIG), protected)

@@ -83,7 +83,9 @@ def import_dirs(tmp_path, monkeypatch):
     site.mkdir()
     marker = tmp_path / "imported.marker"
     (mods / "headrace_e2e_side_effect.py").write_text(SIDE_EFFECT_MODULE.format(marker=str(marker)))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(mods), str(site), os.environ.get("PYTHONPATH", "")]))
+    # no empty entry: it would put the worker's working directory (the test's tmp_path) on its import path
+    entries = [str(mods), str(site), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(entries))
     return marker, site
 
 
@@ -122,7 +124,7 @@ def test_names_over_rest_never_import_an_unregistered_module(tmp_path, import_di
                 assert key in r.json()["message"] and "could not be found" in r.json()["message"], r.text
             r = c.put("/connector-plugins/FileStreamSource/config/validate",
                       json={**source, "name": "v", "value.converter": evil + "EvilConverter"})
-            assert r.status_code == 200 and r.json()["error_count"] == 1
+            assert r.status_code == 200 and r.json()["error_count"] == 1, [v["value"] for v in r.json()["configs"] if v["value"]["errors"]]
             assert c.get("/connectors").json() == []
     finally:
         w.stop()

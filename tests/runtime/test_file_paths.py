@@ -58,7 +58,7 @@ def test_no_allow_list_means_anywhere_but_the_worker_state(worker_dirs):
     policy = FilePathPolicy.for_worker(_worker(worker_dirs))
     assert policy.refusal(str(worker_dirs / "outside" / "x.txt")) is None
     for state in ("data/connect-configs-0/00000000000000000000.log", "data", "connect.offsets",
-                  "connect.offsets.tmp", "plugins/evil.py"):
+                  "connect.offsets.tmp", "connect.offsets.config-key", "connect.offsets.worker-id", "plugins/evil.py"):
         reason = policy.refusal(str(worker_dirs / state))
         assert reason is not None and "may never read or write there" in reason, state
 
