@@ -59,6 +59,7 @@ class WorkerSourceTask(WorkerTask):
         self._pending_lock = threading.Lock()
         self._commit_lock = threading.Lock()  # one commit at a time: the committer's or the task thread's
         self._commit_failure: BaseException | None = None
+        self._held: Sequence[SourceRecord] | None = None  # polled, not yet sent
         self._last_partition: object = None
         self._last_key = ""
         self._send_error: LogError | None = None
@@ -79,39 +80,38 @@ class WorkerSourceTask(WorkerTask):
     def execute(self) -> None:
         self.committer.schedule(self.id, self._commit_on_schedule, self.offset_flush_interval)
         try:
-            self._poll_and_send()
+            while not self.is_stopping and self.iteration():
+                pass
         finally:
             self.committer.remove(self.id)  # waits for a commit under way
         self.commit_offsets()
 
-    def _poll_and_send(self) -> None:
-        batch: Sequence[SourceRecord] | None = None
-        while not self.is_stopping:
-            if self.is_paused:
-                self.commit_offsets()
-                if not self.await_unpaused():
-                    break
-                continue
-            if batch is None:
-                try:
-                    batch = self.task.poll()
-                except RetriableException as exc:
-                    # as Kafka Connect: a retriable poll failure is logged and the task is polled again
-                    self.errors.metrics.retries += 1
-                    log.warning("%s RetriableException from SourceTask.poll, polling again: %s", self, exc)
-                    continue
-                if batch:
-                    self.records_polled += len(batch)
-            if self.is_paused:
-                continue  # paused while polling: hold the batch until resumed
-            if batch:
-                self._send(batch)
-            batch = None
-            self.producer.poll(0)
-            if self._send_error is not None:
-                raise ConnectException(f"Unrecoverable exception from producer send callback: {self._send_error}")
-            if self._commit_failure is not None:
-                raise self._commit_failure
+    def iteration(self) -> bool:
+        """One turn: poll once and send what came (or, paused, wait for the resume); False to stop."""
+        if self.is_paused:
+            self.commit_offsets()
+            return self.await_unpaused()
+        if self._held is None:
+            try:
+                self._held = self.task.poll()
+            except RetriableException as exc:
+                # as Kafka Connect: a retriable poll failure is logged and the task is polled again
+                self.errors.metrics.retries += 1
+                log.warning("%s RetriableException from SourceTask.poll, polling again: %s", self, exc)
+                return True
+            if self._held:
+                self.records_polled += len(self._held)
+        if self.is_paused:
+            return True  # paused while polling: the batch is held until resumed
+        if self._held:
+            self._send(self._held)
+        self._held = None
+        self.producer.poll(0)
+        if self._send_error is not None:
+            raise ConnectException(f"Unrecoverable exception from producer send callback: {self._send_error}")
+        if self._commit_failure is not None:
+            raise self._commit_failure
+        return True
 
     def _commit_on_schedule(self) -> None:
         """The committer thread's call; a failure is raised on the task thread, which owns the task's fate."""
