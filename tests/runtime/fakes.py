@@ -9,6 +9,7 @@ poll that finds nothing waits its timeout on the fake clock.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -44,11 +45,14 @@ from connect.runtime.errors import ErrorHandler
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offsets import ConnectorOffsetReader, OffsetStore
+from connect.runtime.plugins import PluginRegistry
 from connect.runtime.sink_task import WorkerSinkTask
 from connect.runtime.source_task import WorkerSourceTask
 from connect.runtime.status import StatusStore, TaskStatus
 from connect.runtime.streaming_task import WorkerStreamingTask
 from connect.runtime.worker_task import TaskConverters
+from plugins.converters import header as header_module
+from plugins.converters import string as string_module
 from plugins.converters.string import StringConverter
 
 WAIT = 5.0  # the longest a test waits for another thread; a passing test waits microseconds
@@ -490,19 +494,22 @@ class ControlledStreamingTask(StreamingSinkTask):
 
 
 # connectors the Worker and the herder start by class name; task behaviour comes from the task config
+FAILING: set[str] = set()  # ``fail`` tokens of CountingSourceTasks whose polls fail for now
+
+
 class CountingSourceTask(SourceTask):
-    """Sends ``lines`` records, then idles; ``fail=true`` fails its first poll."""
+    """Sends ``lines`` records, then idles; its polls fail while its ``fail`` token is in ``FAILING``."""
 
     def version(self) -> str:
         return "test"
 
     def start(self, props: Mapping[str, str]) -> None:
         self.left = int(props.get("lines", "3"))
-        self.fail = props.get("fail") == "true"
+        self.fail = props.get("fail", "")
         self.stopping = threading.Event()
 
     def poll(self) -> Sequence[SourceRecord] | None:
-        if self.fail:
+        if self.fail in FAILING:
             raise ConnectException("the source broke")
         if self.left:
             count, self.left = self.left, 0
@@ -613,3 +620,11 @@ def streaming_task(task: StreamingSinkTask, clock: FakeClock, status: StatusStor
 
 def append(backend: MemoryBackend, topic: str, *values: str) -> None:
     backend.log.append(topic, 0, [(None, v.encode(), 0) for v in values])
+
+
+def registry() -> PluginRegistry:
+    """The converters and the fake connectors, without scanning the installed entry points."""
+    plugins = PluginRegistry(use_entry_points=False)
+    for module in (string_module, header_module, sys.modules[__name__]):
+        plugins.scan_module(module)
+    return plugins
