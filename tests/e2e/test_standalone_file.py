@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -122,6 +125,115 @@ def test_kill_9_mid_stream_loses_nothing_and_bounds_duplicates(tmp_path):
     # order is kept apart from the replayed stretch: the last occurrence sequence is increasing
     last_seen = {line: i for i, line in enumerate(lines)}
     assert sorted(last_seen, key=last_seen.get) == sorted(expected)
+
+
+def _all_committed(tmp: Path, source_file: Path) -> bool:
+    """The source committed the whole file and the sink the whole topic: nothing is left to redeliver."""
+    if _committed_source_lines(tmp, source_file) < source_file.read_bytes().count(b"\n"):
+        return False
+    backend = open_log_backend({"embedded.log.dir": str(tmp / "data")})
+    try:
+        admin = backend.admin()
+        end = admin.describe_topic("connect-test").offsets[0][1]
+        committed = admin.list_group_offsets("connect-local-file-sink").get(TopicPartition("connect-test", 0), 0)
+        admin.close()
+    finally:
+        backend.close()
+    return committed == end
+
+
+def _cpu_hogs(seconds: float) -> list[subprocess.Popen[bytes]]:
+    """One busy loop per core, each ending by itself after ``seconds``.
+
+    Each runs in a session of its own: the kernel's autogroup scheduler shares the CPU between sessions, so
+    hogs in the test's own session would hardly slow a worker started in another one, unlike other programs.
+    """
+    loop = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+    return [subprocess.Popen([sys.executable, "-c", loop], start_new_session=True)
+            for _ in range(os.cpu_count() or 2)]
+
+
+def test_kill_9_under_cpu_load_duplicates_no_more_than_one_flush_interval(tmp_path):
+    """No commit came in 3.5 s under load: each line reached the sink three times after a kill -9.
+
+    20,000 lines, then 40,000 more written while the worker runs, and a kill -9 about 3.5 s after the start. The
+    offsets of what moved are committed one flush interval (and a commit's own time) later, so only what moved
+    in that last stretch comes again.
+    """
+    interval, slack = 1.0, 0.5  # offset.flush.interval.ms of worker_properties; slack: a commit's own duration
+    line = 12  # bytes of "line-000000\n": the sink file's size counts its lines
+    first, total = 20_000, 60_000
+    source_file = tmp_path / "test.txt"
+    source_file.write_text("".join(f"line-{i:06d}\n" for i in range(first)))
+    sink_file = tmp_path / "test.sink.txt"
+    worker_cfg = worker_properties(tmp_path)
+    src, snk = _source(tmp_path), _sink(tmp_path)
+    samples: list[tuple[float, int]] = []  # (time, lines in the sink file)
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.01):
+            samples.append((time.monotonic(), sink_file.stat().st_size // line if sink_file.exists() else 0))
+
+    def write_rest() -> None:
+        with open(source_file, "a") as fh:
+            for start in range(first, total, 250):
+                if stop.is_set():
+                    return
+                fh.write("".join(f"line-{i:06d}\n" for i in range(start, start + 250)))
+                fh.flush()
+                time.sleep(0.02)
+
+    hogs = _cpu_hogs(40)
+    sampler, writer = threading.Thread(target=sample), threading.Thread(target=write_rest)
+    try:
+        worker = connect_standalone(tmp_path, worker_cfg, src, snk)
+        sampler.start()
+        wait_until(lambda: line_count(sink_file) > 0, 60, 0.01, what="the first line in the sink")
+        started = time.monotonic()
+        writer.start()
+        while time.monotonic() < started + 2.5 * interval:  # about 3.5 s after the start on a loaded machine
+            time.sleep(0.01)
+        killed_at = time.monotonic()
+        worker.kill9()
+        stop.set()
+        sampler.join()
+        writer.join()
+    finally:
+        stop.set()
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    backend = open_log_backend({"embedded.log.dir": str(tmp_path / "data")})
+    admin = backend.admin()
+    topic_end = admin.describe_topic("connect-test").offsets[0][1]
+    sink_committed = admin.list_group_offsets("connect-local-file-sink").get(TopicPartition("connect-test", 0), 0)
+    admin.close()
+    backend.close()
+    source_committed = _committed_source_lines(tmp_path, source_file)
+    sink_lines_at_kill = line_count(sink_file)
+    bound = (topic_end - source_committed) + (sink_lines_at_kill - sink_committed)
+    # what the sink had written one interval (and a commit's time) before the kill must be committed on both sides
+    settled = max((n for t, n in samples if t <= killed_at - interval - slack), default=0)
+    print(f"at the kill: sink {sink_lines_at_kill} lines ({settled} by {interval + slack:.1f} s before), "
+          f"sink committed {sink_committed}, topic {topic_end}, source committed {source_committed}")
+    assert settled > 0, "the sink wrote nothing in the first seconds: the machine is too slow for this test"
+    assert sink_committed >= settled, f"sink commit late: {sink_committed} committed, {settled} were put by then"
+    assert source_committed >= settled, f"source commit late: {source_committed} committed, {settled} were sent"
+
+    wanted = source_file.read_bytes().count(b"\n")
+    worker = connect_standalone(tmp_path, worker_cfg, src, snk)
+    try:
+        wait_until(lambda: worker.log().count("Headrace standalone worker started") == 2, 60, what="the restart")
+        wait_until(lambda: _all_committed(tmp_path, source_file), 120, what="every line read and committed again")
+    finally:
+        assert worker.terminate() == 0, worker.log()
+    lines = sink_file.read_text().splitlines()
+    expected = {f"line-{i:06d}" for i in range(wanted)}
+    assert expected <= set(lines), f"lost {len(expected - set(lines))} lines"
+    duplicates = len(lines) - len(set(lines))
+    print(f"kill -9 under CPU load: {duplicates} duplicates of {wanted} lines, bound {bound}")
+    assert duplicates <= bound, f"{duplicates} duplicates exceed the flush-interval bound {bound}"
 
 
 def test_torn_segment_tail_is_recovered_by_the_cli_tools(tmp_path):
