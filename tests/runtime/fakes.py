@@ -541,7 +541,15 @@ class CountingSourceConnector(SourceConnector):
         return ConfigDef()
 
 
+PUT_GATE = threading.Event()  # NullSinkTask.put waits for it (set: puts return at once)
+PUT_GATE.set()
+IN_PUT = threading.Event()  # set while a NullSinkTask is inside put
+PUT_VALUES: list[Any] = []
+
+
 class NullSinkTask(SinkTask):
+    """Keeps the values it was put in ``PUT_VALUES``; a put waits for ``PUT_GATE``."""
+
     def version(self) -> str:
         return "test"
 
@@ -549,7 +557,17 @@ class NullSinkTask(SinkTask):
         pass
 
     def put(self, records: Sequence[SinkRecord]) -> None:
-        pass
+        if not records:
+            return
+        IN_PUT.set()
+        try:
+            PUT_GATE.wait(WAIT)
+        finally:
+            IN_PUT.clear()
+        PUT_VALUES.extend(r.value for r in records)
+
+    def stop(self) -> None:
+        PUT_GATE.set()
 
 
 class NullSinkConnector(SinkConnector):

@@ -12,11 +12,15 @@ from connect.runtime.worker import Worker
 from connect.runtime.worker_config import StandaloneConfig
 from tests.runtime.fakes import (
     FAILING,
+    IN_PUT,
+    PUT_GATE,
+    PUT_VALUES,
     WAIT,
     FakeClock,
     MemoryBackend,
     MemoryOffsetStore,
     RecordingStatus,
+    append,
     registry,
 )
 from tests.support import wait_until
@@ -111,3 +115,28 @@ def test_a_connector_started_paused_has_paused_tasks(worker):
     worker.status.await_task(TASK, State.PAUSED)
     assert worker.status.connector("src").state is State.PAUSED
     assert worker.task_metrics(TASK)["records_polled"] == 0
+
+
+def test_a_sink_is_reported_paused_only_once_its_put_returned_and_then_puts_nothing(worker):
+    """PAUSED was written at once while a put was under way; a record appended after it was still written."""
+    sink = {"name": "snk", "connector.class": "NullSinkConnector", "tasks.max": "1", "topics": "lines"}
+    task = ConnectorTaskId("snk", 0)
+    append(worker.backend, "lines", "a")
+    PUT_GATE.clear()
+    PUT_VALUES.clear()
+    try:
+        _start(worker, sink)
+        assert IN_PUT.wait(WAIT)
+        worker.set_connector_target_state("snk", TargetState.PAUSED)
+        assert worker.status.state(task) is State.RUNNING, "PAUSED while the task is still inside put"
+        PUT_GATE.set()
+        worker.status.await_task(task, State.PAUSED)
+        append(worker.backend, "lines", "after-paused")
+        worker.clock.advance(1.0)  # the paused task commits on time, and puts nothing
+        wait_until(lambda: worker.backend.log.groups.get("connect-snk"), WAIT, 0.001, "a commit while paused")
+        assert PUT_VALUES == ["a"]
+        worker.set_connector_target_state("snk", TargetState.STARTED)
+        wait_until(lambda: PUT_VALUES == ["a", "after-paused"], WAIT, 0.001, "the put after the resume")
+        worker.status.await_task(task, State.RUNNING)
+    finally:
+        PUT_GATE.set()
