@@ -61,6 +61,7 @@ class SourceTaskOffsetCommitter:
 
     def schedule(self, task_id: ConnectorTaskId, commit: Callable[[], object], interval: float) -> None:
         """Commit ``task_id`` first one ``interval`` from now, then every ``interval``."""
+        interval = max(interval, 0.001)  # offset.flush.interval.ms=0: as often as possible, not a busy loop
         with self._cond:
             self._scheduled[task_id] = _Scheduled(task_id, commit, interval, self._clock.monotonic() + interval)
             self._cond.notify_all()
