@@ -52,7 +52,7 @@ def _start(worker: Worker, config: dict[str, str], target: TargetState = TargetS
 
 def test_task_configs_name_the_task_class(worker):
     configs = _start(worker, SOURCE)
-    assert configs == [{"lines": "3", "task.class": "tests.runtime.fakes.CountingSourceTask"}]
+    assert configs == [{"lines": "3", "task.class": "tests.runtime.fake_plugins.CountingSourceTask"}]
     assert worker.task_ids("src") == [TASK]
 
 
@@ -97,7 +97,7 @@ def test_source_offsets_are_committed_by_the_worker_committer_on_its_schedule(wo
 
 def test_a_task_class_that_cannot_be_loaded_fails_the_task_with_the_reason(worker):
     assert worker.start_connector("src", SOURCE, TargetState.STARTED, lambda _name: None)
-    assert not worker.start_task(TASK, SOURCE, {"task.class": "tests.runtime.fakes.NoSuchTask"}, TargetState.STARTED)
+    assert not worker.start_task(TASK, SOURCE, {"task.class": "tests.runtime.fake_plugins.NoSuchTask"}, TargetState.STARTED)
     status = worker.status.task(TASK)
     assert status.state is State.FAILED and "task class cannot be loaded" in status.trace
     assert worker.task_ids() == []
