@@ -156,45 +156,53 @@ def _cpu_hogs(seconds: float) -> list[subprocess.Popen[bytes]]:
 def test_kill_9_under_cpu_load_duplicates_no_more_than_one_flush_interval(tmp_path):
     """No commit came in 3.5 s under load: each line reached the sink three times after a kill -9.
 
-    20,000 lines, then 40,000 more written while the worker runs, and a kill -9 about 3.5 s after the start. The
-    offsets of what moved are committed one flush interval (and a commit's own time) later, so only what moved
-    in that last stretch comes again.
+    20,000 lines, then 40,000 more in bursts (the source idles between them) while a busy loop runs on every
+    core, and a kill -9. At every moment of the run, as if the kill came then, the committed offsets of both
+    tasks must cover what the sink had written one flush interval (and a commit's own time) earlier; after the
+    kill, nothing is lost and only the uncommitted stretch comes again.
     """
     interval, slack = 1.0, 0.5  # offset.flush.interval.ms of worker_properties; slack: a commit's own duration
     line = 12  # bytes of "line-000000\n": the sink file's size counts its lines
-    first, total = 20_000, 60_000
+    first, total, burst = 20_000, 60_000, 4_000
     source_file = tmp_path / "test.txt"
     source_file.write_text("".join(f"line-{i:06d}\n" for i in range(first)))
     sink_file = tmp_path / "test.sink.txt"
     worker_cfg = worker_properties(tmp_path)
     src, snk = _source(tmp_path), _sink(tmp_path)
-    samples: list[tuple[float, int]] = []  # (time, lines in the sink file)
+    # (time, lines in the sink file, source-committed lines, sink-committed offset)
+    samples: list[tuple[float, int, int, int]] = []
     stop = threading.Event()
 
     def sample() -> None:
-        while not stop.wait(0.01):
-            samples.append((time.monotonic(), sink_file.stat().st_size // line if sink_file.exists() else 0))
+        backend = open_log_backend({"embedded.log.dir": str(tmp_path / "data")})
+        admin = backend.admin()
+        try:
+            while not stop.wait(0.02):
+                at = time.monotonic()
+                lines = sink_file.stat().st_size // line if sink_file.exists() else 0
+                source = _committed_source_lines(tmp_path, source_file) if (tmp_path / "connect.offsets").exists() else 0
+                sink = admin.list_group_offsets("connect-local-file-sink").get(TopicPartition("connect-test", 0), 0)
+                samples.append((at, lines, source, sink))
+        finally:
+            admin.close()
+            backend.close()
 
     def write_rest() -> None:
         with open(source_file, "a") as fh:
-            for start in range(first, total, 250):
-                if stop.is_set():
+            for start in range(first, total, burst):
+                if stop.wait(0.9):
                     return
-                fh.write("".join(f"line-{i:06d}\n" for i in range(start, start + 250)))
+                fh.write("".join(f"line-{i:06d}\n" for i in range(start, start + burst)))
                 fh.flush()
-                time.sleep(0.02)
 
     hogs = _cpu_hogs(40)
     sampler, writer = threading.Thread(target=sample), threading.Thread(target=write_rest)
     try:
         worker = connect_standalone(tmp_path, worker_cfg, src, snk)
-        sampler.start()
         wait_until(lambda: line_count(sink_file) > 0, 60, 0.01, what="the first line in the sink")
-        started = time.monotonic()
+        sampler.start()
         writer.start()
-        while time.monotonic() < started + 2.5 * interval:  # about 3.5 s after the start on a loaded machine
-            time.sleep(0.01)
-        killed_at = time.monotonic()
+        time.sleep(6.5)  # most of the bursts, with their idle gaps
         worker.kill9()
         stop.set()
         sampler.join()
@@ -213,13 +221,16 @@ def test_kill_9_under_cpu_load_duplicates_no_more_than_one_flush_interval(tmp_pa
     source_committed = _committed_source_lines(tmp_path, source_file)
     sink_lines_at_kill = line_count(sink_file)
     bound = (topic_end - source_committed) + (sink_lines_at_kill - sink_committed)
-    # what the sink had written one interval (and a commit's time) before the kill must be committed on both sides
-    settled = max((n for t, n in samples if t <= killed_at - interval - slack), default=0)
-    print(f"at the kill: sink {sink_lines_at_kill} lines ({settled} by {interval + slack:.1f} s before), "
+    late = []
+    for at, _lines, source, sink in samples:
+        settled = max((n for t, n, _s, _k in samples if t <= at - interval - slack), default=0)
+        if source < settled or sink < settled:
+            late.append(f"{at - samples[0][0]:.2f} s: source committed {source}, sink committed {sink}, "
+                        f"{settled} written by {interval + slack:.1f} s before")
+    print(f"{len(samples)} samples, {len(late)} with a late commit; at the kill: sink {sink_lines_at_kill} lines, "
           f"sink committed {sink_committed}, topic {topic_end}, source committed {source_committed}")
-    assert settled > 0, "the sink wrote nothing in the first seconds: the machine is too slow for this test"
-    assert sink_committed >= settled, f"sink commit late: {sink_committed} committed, {settled} were put by then"
-    assert source_committed >= settled, f"source commit late: {source_committed} committed, {settled} were sent"
+    assert samples and samples[-1][1] > first, "the pipeline hardly moved: the machine is too slow for this test"
+    assert not late, "commits came later than the flush interval:\n" + "\n".join(late[:10])
 
     wanted = source_file.read_bytes().count(b"\n")
     worker = connect_standalone(tmp_path, worker_cfg, src, snk)
