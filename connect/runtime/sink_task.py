@@ -4,7 +4,9 @@ The consumer is a member of group ``connect-<connector>``; partition
 assignment drives SinkTask.open/close. Offsets are committed every
 ``offset.flush.interval.ms`` (or on ``request_commit``), after
 ``pre_commit`` says what is durable, so after a crash at most the records
-consumed since the last commit are delivered again.
+consumed since the last commit are delivered again. A poll never waits past
+the next commit, and a paused task goes on committing, so a commit is late by
+at most one ``put``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import bisect
 import logging
 import re
-import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -31,6 +32,9 @@ log = logging.getLogger(__name__)
 
 _TS_TYPES = {0: TimestampType.CREATE_TIME, 1: TimestampType.LOG_APPEND_TIME}
 
+POLL_TIMEOUT = 0.5  # the longest a poll waits for records (shorter when a commit is due sooner)
+PAUSED_POLL_TIMEOUT = 0.2  # while paused: how soon a resume is noticed
+
 
 class _Context(SinkTaskContext):
     def __init__(self, owner: WorkerSinkTask) -> None:
@@ -38,6 +42,7 @@ class _Context(SinkTaskContext):
         self.rewinds: dict[TopicPartition, int] = {}
         self.timeout_ms = 0
         self.commit_requested = False
+        self.paused_by_task: set[TopicPartition] = set()  # kept paused when the connector resumes
 
     def configs(self) -> Mapping[str, str]:
         return self._owner.task_config
@@ -52,9 +57,11 @@ class _Context(SinkTaskContext):
         return self._owner.consumer.assignment()
 
     def pause(self, *partitions: TopicPartition) -> None:
+        self.paused_by_task.update(partitions)
         self._owner.consumer.pause(list(partitions))
 
     def resume(self, *partitions: TopicPartition) -> None:
+        self.paused_by_task.difference_update(partitions)
         if not self._owner.is_paused:
             self._owner.consumer.resume(list(partitions))
 
@@ -89,7 +96,8 @@ class WorkerSinkTask(WorkerTask):
                                or self.worker_config.get("consumer.max.poll.records", 500))
         self._current: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
-        self._next_commit = time.monotonic() + self.offset_flush_interval
+        self._next_commit = self.clock.monotonic() + self.offset_flush_interval
+        self._consumer_paused = False  # all partitions paused for the connector's PAUSED target state
         self.records_read = 0
         self.records_put = 0
         self.records_dropped = 0
@@ -112,15 +120,23 @@ class WorkerSinkTask(WorkerTask):
     def execute(self) -> None:
         while not self.is_stopping:
             if self.is_paused:
-                self._pause_all()
-                self.consumer.poll(0.2, 1)  # keeps group membership alive while paused
-                with self._state_changed:
-                    if self.is_paused and not self.is_stopping:
-                        self._state_changed.wait(0.5)
+                self.paused_iteration()
                 continue
-            self._resume_all()
+            if self._consumer_paused:
+                self._resume_all()
+                self.report_running()
             self.iteration()
         self.commit_offsets(closing=True)
+
+    def paused_iteration(self) -> None:
+        """One turn while the connector is PAUSED: no put, but commits on time and group membership kept."""
+        if not self._consumer_paused:
+            self._pause_all()
+            self.report_paused()  # from this thread, between two puts: nothing moves until resumed
+        self._maybe_commit()
+        batches = self.consumer.poll(self._poll_timeout(PAUSED_POLL_TIMEOUT), 1)
+        for batch in batches:  # a partition assigned and not yet paused: read again after the resume
+            self.consumer.seek(TopicPartition(batch.topic, batch.partition), batch.offsets[0])
 
     def close(self) -> None:
         try:
@@ -149,8 +165,9 @@ class WorkerSinkTask(WorkerTask):
 
     # --- one loop turn ------------------------------------------------------------------------------
     def iteration(self) -> None:
+        self._maybe_commit()
         self._apply_rewinds()
-        batches = self.consumer.poll(0.5, self.max_records)
+        batches = self.consumer.poll(self._poll_timeout(POLL_TIMEOUT), self.max_records)
         if batches:
             try:
                 records = self._convert_batches(batches)
@@ -164,9 +181,15 @@ class WorkerSinkTask(WorkerTask):
                 self._current[TopicPartition(batch.topic, batch.partition)] = batch.next_offset
         if self.errors.dlq is not None:
             self.errors.dlq.producer.poll(0)  # completes the Futures of reported errant records
-        if self.context.commit_requested or time.monotonic() >= self._next_commit:
+
+    def _maybe_commit(self) -> None:
+        if self.context.commit_requested or self.clock.monotonic() >= self._next_commit:
             self.context.commit_requested = False
             self.commit_offsets()
+
+    def _poll_timeout(self, longest: float) -> float:
+        """A poll returns by the next commit: a commit must not wait for records to arrive."""
+        return max(0.0, min(longest, self._next_commit - self.clock.monotonic()))
 
     def _deliver(self, records: Sequence[SinkRecord]) -> bool:
         """``put`` the batch; a RetriableException redelivers it after the task's timeout.
@@ -380,21 +403,24 @@ class WorkerSinkTask(WorkerTask):
                 self._current[tp] = offset
 
     def _pause_all(self) -> None:
+        self._consumer_paused = True
         assigned = list(self.consumer.assignment())
         if assigned:
             self.consumer.pause(assigned)
 
     def _resume_all(self) -> None:
-        assigned = list(self.consumer.assignment())
+        """Resume after the connector's pause; partitions the task paused itself stay paused."""
+        self._consumer_paused = False
+        assigned = [tp for tp in self.consumer.assignment() if tp not in self.context.paused_by_task]
         if assigned:
             self.consumer.resume(assigned)
 
     def commit_offsets(self, closing: bool = False, only: Collection[TopicPartition] | None = None) -> None:
-        self._next_commit = time.monotonic() + self.offset_flush_interval
+        self._next_commit = self.clock.monotonic() + self.offset_flush_interval
         current = {tp: off for tp, off in self._current.items() if only is None or tp in only}
         if not current:
             return
-        started = time.monotonic()
+        started = self.clock.monotonic()
         try:
             if self.errors.dlq is not None:
                 self.errors.dlq.flush(self.offset_flush_timeout)
@@ -423,5 +449,5 @@ class WorkerSinkTask(WorkerTask):
             return
         self._committed.update(to_commit)
         log.info("%s Committed offsets for %d partition(s) in %.0f ms (%d records put so far)", self, len(to_commit),
-                 (time.monotonic() - started) * 1000, self.records_put)
+                 (self.clock.monotonic() - started) * 1000, self.records_put)
         self.log_metrics_summary()

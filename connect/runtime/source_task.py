@@ -1,10 +1,11 @@
 """WorkerSourceTask: poll a SourceTask, transform, convert, append to the log, commit offsets.
 
-Offsets are at-least-once: every ``offset.flush.interval.ms`` the task
-flushes its producer (waits until the log acknowledged everything sent so
-far) and only then stores the latest source offset of every partition it has
-sent. After a crash, at most the records sent since the last offset flush
-are produced again.
+Offsets are at-least-once: every ``offset.flush.interval.ms`` the worker's
+SourceTaskOffsetCommitter flushes the task's producer (waits until the log
+acknowledged everything sent so far) and only then stores the latest source
+offset of every partition it has sent. The commit runs on the committer's
+thread, so a ``poll`` that blocks does not delay it. After a crash, at most
+the records sent since the last offset flush are produced again.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from connect.api.errors import ConnectException, RetriableException
 from connect.api.records import SourceRecord, SourceRecordBatch
 from connect.log.api import Admin, LogError, Producer
 from connect.runtime.errors import Stage
+from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offsets import OffsetStore, offset_key
 from connect.runtime.topic_creation import TopicCreation
 from connect.runtime.worker_task import WorkerTask
@@ -43,14 +45,21 @@ class _Context(SourceTaskContext):
 
 class WorkerSourceTask(WorkerTask):
     def __init__(self, *args: Any, task: SourceTask, producer: Producer, admin: Admin | None,
-                 offset_store: OffsetStore, offset_reader: OffsetStorageReader, **kwargs: Any) -> None:
+                 offset_store: OffsetStore, offset_reader: OffsetStorageReader,
+                 committer: SourceTaskOffsetCommitter, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.task = task
+        self.committer = committer
         self.producer = producer
         self.admin = admin
         self.offset_store = offset_store
         self.offset_reader = offset_reader
+        # offsets of records handed to the producer, not yet committed; swapped by the committer thread
         self._pending: dict[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+        self._pending_lock = threading.Lock()
+        self._commit_lock = threading.Lock()  # one commit at a time: the committer's or the task thread's
+        self._commit_failure: BaseException | None = None
+        self._held: Sequence[SourceRecord] | None = None  # polled, not yet sent
         self._last_partition: object = None
         self._last_key = ""
         self._send_error: LogError | None = None
@@ -69,36 +78,50 @@ class WorkerSourceTask(WorkerTask):
         self.task.start(self.task_config)
 
     def execute(self) -> None:
-        next_flush = time.monotonic() + self.offset_flush_interval
-        batch: Sequence[SourceRecord] | None = None
-        while not self.is_stopping:
-            if self.is_paused:
-                self.commit_offsets()
-                if not self.await_unpaused():
-                    break
-                continue
-            if batch is None:
-                try:
-                    batch = self.task.poll()
-                except RetriableException as exc:
-                    # as Kafka Connect: a retriable poll failure is logged and the task is polled again
-                    self.errors.metrics.retries += 1
-                    log.warning("%s RetriableException from SourceTask.poll, polling again: %s", self, exc)
-                    continue
-                if batch:
-                    self.records_polled += len(batch)
-            if self.is_paused:
-                continue  # paused while polling: hold the batch until resumed
-            if batch:
-                self._send(batch)
-            batch = None
-            self.producer.poll(0)
-            if self._send_error is not None:
-                raise ConnectException(f"Unrecoverable exception from producer send callback: {self._send_error}")
-            if time.monotonic() >= next_flush:
-                self.commit_offsets()
-                next_flush = time.monotonic() + self.offset_flush_interval
+        self.committer.schedule(self.id, self._commit_on_schedule, self.offset_flush_interval)
+        try:
+            while not self.is_stopping and self.iteration():
+                pass
+        finally:
+            self.committer.remove(self.id)  # waits for a commit under way
         self.commit_offsets()
+
+    def iteration(self) -> bool:
+        """One turn: poll once and send what came (or, paused, wait for the resume); False to stop."""
+        if self.is_paused:
+            self.commit_offsets()
+            return self.await_unpaused()
+        if self._held is None:
+            try:
+                self._held = self.task.poll()
+            except RetriableException as exc:
+                # as Kafka Connect: a retriable poll failure is logged and the task is polled again
+                self.errors.metrics.retries += 1
+                log.warning("%s RetriableException from SourceTask.poll, polling again: %s", self, exc)
+                return True
+            if self._held:
+                self.records_polled += len(self._held)
+        if self.is_paused:
+            return True  # paused while polling: the batch is held until resumed
+        if self._held:
+            self._send(self._held)
+        self._held = None
+        self.producer.poll(0)
+        if self._send_error is not None:
+            raise ConnectException(f"Unrecoverable exception from producer send callback: {self._send_error}")
+        if self._commit_failure is not None:
+            raise self._commit_failure
+        return True
+
+    def _commit_on_schedule(self) -> None:
+        """The committer thread's call; a failure is raised on the task thread, which owns the task's fate."""
+        if self.is_stopping:
+            return  # the task thread commits once more as it stops
+        try:
+            self.commit_offsets()
+        except Exception as exc:  # noqa: BLE001 - handed over to the task thread
+            if self._commit_failure is None:
+                self._commit_failure = exc
 
     def close(self) -> None:
         self._stop_plugin()
@@ -176,7 +199,8 @@ class WorkerSourceTask(WorkerTask):
         if topic not in self._known_topics:
             self._ensure_topic(topic)
         self.producer.send_batch(topic, None, converted, None, timestamps)
-        self._mark_offset(partition, last_offset)
+        with self._pending_lock:
+            self._mark_offset(partition, last_offset)
         self.records_sent += len(converted)
         return True
 
@@ -184,7 +208,8 @@ class WorkerSourceTask(WorkerTask):
         chain = self.chain
         key_conv = self.converters.key.from_connect_data
         value_conv = self.converters.value.from_connect_data
-        mark = self._mark_processed
+        processed: list[SourceRecord] = []  # marked once sent: a concurrent commit flushes only what was sent
+        mark = processed.append
         staged: list[tuple[SourceRecord, SourceRecord, bytes | None, bytes | None, Any]] = []
         for record in records:
             stage = Stage.TRANSFORMATION
@@ -206,7 +231,6 @@ class WorkerSourceTask(WorkerTask):
                         self.task.commit_record(record, None)
                     continue
                 out, key, value, headers = converted
-            # offsets are committed only after a flush that follows this send, so marking now is safe
             mark(record)
             if out is None:
                 self.records_dropped += 1
@@ -217,6 +241,10 @@ class WorkerSourceTask(WorkerTask):
         if staged:
             self._dispatch(staged)
         self.records_sent += len(staged)
+        if processed:
+            with self._pending_lock:
+                for record in processed:
+                    self._mark_offset(record.source_partition, record.source_offset)
 
     def _dispatch(self, staged: list[tuple[SourceRecord, SourceRecord, bytes | None, bytes | None, Any]]) -> None:
         """Hand converted records to the producer: one ``send_batch`` for the common case, else one by one."""
@@ -254,10 +282,8 @@ class WorkerSourceTask(WorkerTask):
                 Stage.HEADER_CONVERTER: self.converters.header}.get(stage)
         return type(conv).__qualname__ if conv is not None else type(self.task).__qualname__
 
-    def _mark_processed(self, record: SourceRecord) -> None:
-        self._mark_offset(record.source_partition, record.source_offset)
-
     def _mark_offset(self, partition: Mapping[str, Any] | None, offset: Mapping[str, Any] | None) -> None:
+        """Called with ``_pending_lock`` held, after the records up to ``offset`` were handed to the producer."""
         if partition is None or offset is None:
             return
         if partition is not self._last_partition:
@@ -294,30 +320,43 @@ class WorkerSourceTask(WorkerTask):
 
     # --- offsets ----------------------------------------------------------------------------------------
     def commit_offsets(self) -> bool:
-        """Wait for the log to acknowledge everything sent, then store the offsets it covers."""
-        snapshot = self._pending
-        started = time.monotonic()
+        """Wait for the log to acknowledge everything sent, then store the offsets it covers.
+
+        Called by the committer thread on schedule and by the task thread when it pauses or stops.
+        """
+        with self._commit_lock:
+            return self._commit_offsets()
+
+    def _commit_offsets(self) -> bool:
+        with self._pending_lock:
+            # every offset taken here belongs to records already handed to the producer: the flush covers them
+            snapshot, self._pending = self._pending, {}
+        started = self.clock.monotonic()
         try:
-            remaining = self.producer.flush(self.offset_flush_timeout)
-        except LogError as exc:
-            raise ConnectException(f"Records could not be written to the log: {exc}") from exc
-        if self._send_error is not None:
-            raise ConnectException(f"Unrecoverable exception from producer send callback: {self._send_error}")
-        if remaining:
-            log.error("%s Failed to flush, timed out while waiting for %d records to be acknowledged", self, remaining)
-            return False
-        if self.errors.dlq is not None:
-            # a record sent to the dead-letter topic counts as processed only once that topic has it; a
-            # source cannot send it again, so a failed DLQ write fails the task before its offset commits
-            self.errors.dlq.flush(self.offset_flush_timeout)
+            try:
+                remaining = self.producer.flush(self.offset_flush_timeout)
+            except LogError as exc:
+                raise ConnectException(f"Records could not be written to the log: {exc}") from exc
+            if self._send_error is not None:
+                raise ConnectException(f"Unrecoverable exception from producer send callback: {self._send_error}")
+            if remaining:
+                log.error("%s Failed to flush, timed out while waiting for %d records to be acknowledged", self,
+                          remaining)
+                self._restore(snapshot)
+                return False
+            if self.errors.dlq is not None:
+                # a record sent to the dead-letter topic counts as processed only once that topic has it; a
+                # source cannot send it again, so a failed DLQ write fails the task before its offset commits
+                self.errors.dlq.flush(self.offset_flush_timeout)
+        except BaseException:
+            self._restore(snapshot)
+            raise
         if not snapshot:
             return True
-        self._pending = {}
         try:
             self.offset_store.put_raw_pairs(self.id.connector, snapshot)
         except Exception as exc:  # noqa: BLE001 - keep the offsets for the next attempt
-            for key, value in snapshot.items():
-                self._pending.setdefault(key, value)
+            self._restore(snapshot)
             log.error("%s Failed to commit offsets: %s", self, exc)
             return False
         try:
@@ -325,9 +364,16 @@ class WorkerSourceTask(WorkerTask):
         except Exception:  # noqa: BLE001
             log.exception("%s Exception thrown while calling task.commit()", self)
         log.info("%s Committed offsets for %d source partition(s) in %.0f ms (%d records sent so far)", self,
-                 len(snapshot), (time.monotonic() - started) * 1000, self.records_sent)
+                 len(snapshot), (self.clock.monotonic() - started) * 1000, self.records_sent)
         self.log_metrics_summary()
         return True
+
+    def _restore(self, snapshot: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any]]]) -> None:
+        """Give back offsets that were not committed; newer ones marked meanwhile win."""
+        if snapshot:
+            with self._pending_lock:
+                for key, value in snapshot.items():
+                    self._pending.setdefault(key, value)
 
 
 def _timestamps(stamps: list[int | None]) -> list[int] | None:

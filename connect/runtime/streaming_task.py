@@ -111,6 +111,8 @@ class WorkerStreamingTask(WorkerTask):
         )
         self.context = _Context(self)
         self._paused_task = False
+        self._target_lock = threading.Lock()
+        self._running = threading.Event()  # set while run() is executing on the task thread
         self._last_logged: dict[str, Any] | None = None
         self._reporter = threading.Thread(target=self._report_progress, name=f"task-{self.id}-progress",
                                           daemon=True)
@@ -127,7 +129,18 @@ class WorkerStreamingTask(WorkerTask):
         log.info("%s Streaming sink task running (state dir %s, log %s)", self, self.state_dir,
                  ", ".join(f"{k}={v}" for k, v in self.log_settings.items() if k in ("bootstrap.servers",
                                                                                        "embedded.log.dir")))
-        self.task.run()
+        with self._target_lock:
+            self._running.set()
+            # what the task did about a change that came while it was starting
+            if self._paused_task:
+                self.report_paused()
+            else:
+                self.report_running()
+        self._apply_target()
+        try:
+            self.task.run()
+        finally:
+            self._running.clear()
 
     def close(self) -> None:
         try:
@@ -156,19 +169,26 @@ class WorkerStreamingTask(WorkerTask):
         self._apply_target()
 
     def _apply_target(self) -> None:
-        paused = self.is_paused
-        if paused == self._paused_task:
-            return
-        self._paused_task = paused
-        try:
-            if paused:
-                self.task.pause()
-                log.info("%s Streaming sink task paused", self)
-            else:
-                self.task.resume()
-                log.info("%s Streaming sink task resumed", self)
-        except Exception:  # noqa: BLE001 - a failed pause/resume is logged; run() reports real failures
-            log.exception("%s Error changing the target state of the streaming sink task", self)
+        with self._target_lock:
+            paused = self.is_paused
+            if paused == self._paused_task:
+                return
+            try:
+                if paused:
+                    self.task.pause()
+                else:
+                    self.task.resume()
+            except Exception:  # noqa: BLE001 - a failed pause/resume is logged; run() reports real failures
+                log.exception("%s Error changing the target state of the streaming sink task", self)
+                return
+            self._paused_task = paused
+            log.info("%s Streaming sink task %s", self, "paused" if paused else "resumed")
+            # reported once the task has done it, and only while its run() is alive: a FAILED task stays FAILED
+            if self._running.is_set() and not self.is_stopping:
+                if paused:
+                    self.report_paused()
+                else:
+                    self.report_running()
 
     # --- progress --------------------------------------------------------------------------------
     def progress(self) -> dict[str, Any]:

@@ -27,11 +27,13 @@ from connect.api.connector import (
 from connect.api.converter import Converter, HeaderConverter
 from connect.api.errors import ConfigException, ConnectException
 from connect.log.api import LogBackend
+from connect.runtime.clock import SYSTEM_CLOCK, Clock
 from connect.runtime.config_transformer import ConfigTransformer
 from connect.runtime.connector_config import ConnectorConfigValidator
 from connect.runtime.errors import DeadLetterQueueReporter, ErrorHandler, ErrorMetrics
 from connect.runtime.file_paths import FilePathPolicy
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
+from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offsets import ConnectorOffsetReader, OffsetStore
 from connect.runtime.plugins import PluginRegistry
 from connect.runtime.sink_task import WorkerSinkTask
@@ -87,8 +89,13 @@ class Worker:
         backend: LogBackend,
         offset_store: OffsetStore,
         status: StatusStore,
+        clock: Clock = SYSTEM_CLOCK,
+        source_committer: SourceTaskOffsetCommitter | None = None,
     ) -> None:
+        """``source_committer``: given (not started) by tests that run commits themselves; else the Worker
+        makes one and starts its thread with the first source task."""
         self.worker_id = worker_id
+        self.clock = clock
         self.config = config
         self.plugins = plugins
         self.backend = backend
@@ -101,6 +108,8 @@ class Worker:
         # the same tasks by connector: status calls ask per connector, and there may be many connectors
         self._connector_tasks: dict[str, dict[ConnectorTaskId, WorkerTask]] = {}
         self._admin = None
+        self._start_committer = source_committer is None
+        self.source_committer = source_committer or SourceTaskOffsetCommitter(clock)
 
     @property
     def admin(self):  # noqa: ANN201 - lazily made admin client of the topic layer
@@ -153,12 +162,11 @@ class Worker:
                     self._apply_connector_state(wc, target)
                 except Exception as exc:  # noqa: BLE001
                     self.fail_connector(name, exc)
-            for task_id, task in self._tasks.items():
-                if task_id.connector == name and target is not TargetState.STOPPED:
-                    task.transition_to(target)
-                    if not task.is_stopping:
-                        self.status.put_task(task_id, TaskStatus(
-                            State.PAUSED if target is TargetState.PAUSED else State.RUNNING, self.worker_id))
+            if target is TargetState.STOPPED:
+                return  # the herder stops the tasks
+            for task in self._connector_tasks.get(name, {}).values():
+                # the task thread reports PAUSED/RUNNING once it has done it; a dead (FAILED) one reports nothing
+                task.transition_to(target)
 
     def fail_connector(self, name: str, error: BaseException) -> None:
         log.error("[%s] Connector failed: %s", name, error)
@@ -224,6 +232,8 @@ class Worker:
             self._tasks[task_id] = task
             self._connector_tasks.setdefault(task_id.connector, {})[task_id] = task
             self.status.put_task(task_id, TaskStatus(State.UNASSIGNED, self.worker_id))
+            if isinstance(task, WorkerSourceTask) and self._start_committer:
+                self.source_committer.start()
             task.start()
             return True
 
@@ -240,6 +250,7 @@ class Worker:
         common = dict(
             task_id=task_id, worker_id=self.worker_id, connector_config=cc, task_config=tc, converters=converters,
             chain=chain, status=self.status, target_state=target, worker_config=self.config.originals,
+            clock=self.clock,
         )
         if isinstance(task, SourceTask):
             overrides = _prefixed(cc, "producer.override.")
@@ -252,7 +263,7 @@ class Worker:
             errors = ErrorHandler(cc, task_id.connector, task_id.task, stop_event, dlq, metrics)
             return WorkerSourceTask(task=task, producer=producer, admin=self.admin, offset_store=self.offset_store,
                                     offset_reader=ConnectorOffsetReader(self.offset_store, task_id.connector),
-                                    errors=errors, **common)  # type: ignore[arg-type]
+                                    committer=self.source_committer, errors=errors, **common)  # type: ignore[arg-type]
         if isinstance(task, SinkTask):
             consumer_config = {"auto.offset.reset": "earliest", "enable.auto.commit": "false"}
             consumer_config.update(_prefixed(cc, "consumer.override."))
@@ -343,6 +354,7 @@ class Worker:
 
     def stop(self) -> None:
         self.stop_tasks(self.task_ids())
+        self.source_committer.stop()
         for name in self.connector_names():
             self.stop_connector(name)
         if self._admin is not None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import abc
 import logging
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from connect.api.converter import Converter, HeaderConverter
+from connect.runtime.clock import SYSTEM_CLOCK, Clock
 from connect.runtime.errors import ErrorHandler, TaskStoppingError
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
 from connect.runtime.status import StatusStore, TaskStatus, format_trace
@@ -49,8 +49,10 @@ class WorkerTask(abc.ABC):
         status: StatusStore,
         target_state: TargetState,
         worker_config: Mapping[str, Any],
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.id = task_id
+        self.clock = clock
         self.worker_id = worker_id
         self.connector_config = connector_config
         self.task_config = dict(task_config)
@@ -63,6 +65,7 @@ class WorkerTask(abc.ABC):
         self._state_changed = threading.Condition()
         self._target = target_state
         self._failed = False
+        self._reported: State | None = None  # the state this thread last reported
         self._last_summary: dict[str, int | float] | None = None
         self._thread = threading.Thread(target=self._run, name=f"task-{task_id}", daemon=True)
         self.offset_flush_interval = int(worker_config.get("offset.flush.interval.ms", 60000)) / 1000
@@ -139,13 +142,37 @@ class WorkerTask(abc.ABC):
 
     # --- helpers -------------------------------------------------------------------------------
     def await_unpaused(self) -> bool:
-        """Block while paused; False when the task should stop."""
+        """Block while paused; False when the task should stop. Called on the task thread between two
+        polls/puts, so the PAUSED it reports means no record moves until RUNNING is reported again."""
+        if not self.is_paused or self.is_stopping:
+            return not self.is_stopping
+        self.report_paused()
         with self._state_changed:
             while self._target is TargetState.PAUSED and not self._stopping.is_set():
                 self._state_changed.wait(1.0)
-        return not self._stopping.is_set()
+        if self._stopping.is_set():
+            return False
+        self.report_running()
+        return True
+
+    def report_paused(self) -> None:
+        """The task thread has stopped moving records (the Worker never reports this for it)."""
+        if self._reported is not State.PAUSED:
+            self._set_status(State.PAUSED)
+            log.info("%s Task paused", self)
+
+    def report_running(self) -> None:
+        """The task thread moves records again after a pause."""
+        if self._reported is State.PAUSED:
+            self._set_status(State.RUNNING)
+            log.info("%s Task resumed", self)
+
+    @property
+    def reported_state(self) -> State | None:
+        return self._reported
 
     def _set_status(self, state: State, trace: str | None = None) -> None:
+        self._reported = state
         self.status.put_task(self.id, TaskStatus(state, self.worker_id, trace))
 
     def _run(self) -> None:
@@ -164,7 +191,7 @@ class WorkerTask(abc.ABC):
                       "not recover until manually restarted: %s", self, exc, exc_info=exc)
             self._set_status(State.FAILED, format_trace(exc))
         finally:
-            started = time.monotonic()
+            started = self.clock.monotonic()
             try:
                 self.close()
             except Exception:  # noqa: BLE001
@@ -175,7 +202,7 @@ class WorkerTask(abc.ABC):
             if not self._failed:
                 self._set_status(State.UNASSIGNED)
             self.log_metrics_summary()
-            log.info("%s Task stopped (close took %.0f ms)", self, (time.monotonic() - started) * 1000)
+            log.info("%s Task stopped (close took %.0f ms)", self, (self.clock.monotonic() - started) * 1000)
 
     def __str__(self) -> str:
         return f"{type(self).__name__}{{id={self.id}}}"

@@ -315,3 +315,28 @@ def test_passwords_hidden_and_config_providers_resolved_at_task_start(tmp_path):
         w.stop()
     log = w.proc.log()
     assert "plain-hunter2" not in log and "hunter2-file" not in log
+
+
+def test_a_failed_task_stays_failed_through_pause_and_resume_and_restart_only_failed_revives_it(worker, tmp_path):
+    """Pause then resume showed a dead task RUNNING, so restart?onlyFailed=true skipped it and nothing flowed."""
+    src_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
+    src_file.mkdir()  # a directory where the file should be: the task fails opening it
+    with worker.http() as c:
+        assert c.post("/connectors", json={"name": "src", "config": {
+            "connector.class": "FileStreamSource", "file": str(src_file), "topic": "revive"}}).status_code == 201
+        assert c.post("/connectors", json={"name": "snk", "config": {
+            "connector.class": "FileStreamSink", "file": str(sink_file), "topics": "revive"}}).status_code == 201
+        wait_until(lambda: _status(c, "src")["tasks"][0]["state"] == "FAILED", 30, what="the source task to fail")
+        assert c.put("/connectors/src/pause").status_code == 202
+        wait_until(lambda: _status(c, "src")["connector"]["state"] == "PAUSED", 30, what="the connector paused")
+        assert c.put("/connectors/src/resume").status_code == 202
+        wait_until(lambda: _status(c, "src")["connector"]["state"] == "RUNNING", 30, what="the connector resumed")
+        task = _status(c, "src")["tasks"][0]
+        assert task["state"] == "FAILED" and "in.txt" in task["trace"], task
+        src_file.rmdir()
+        src_file.write_text("x\ny\n")
+        r = c.post("/connectors/src/restart?includeTasks=true&onlyFailed=true")
+        assert r.status_code == 202, r.text
+        assert [t["state"] for t in r.json()["tasks"]] == ["RESTARTING"]
+        wait_until(lambda: line_count(sink_file) == 2, 30, what="the lines after the restart")
+        _wait_state(c, "src", "RUNNING", 1)

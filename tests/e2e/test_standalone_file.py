@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -122,6 +125,126 @@ def test_kill_9_mid_stream_loses_nothing_and_bounds_duplicates(tmp_path):
     # order is kept apart from the replayed stretch: the last occurrence sequence is increasing
     last_seen = {line: i for i, line in enumerate(lines)}
     assert sorted(last_seen, key=last_seen.get) == sorted(expected)
+
+
+def _all_committed(tmp: Path, source_file: Path) -> bool:
+    """The source committed the whole file and the sink the whole topic: nothing is left to redeliver."""
+    if _committed_source_lines(tmp, source_file) < source_file.read_bytes().count(b"\n"):
+        return False
+    backend = open_log_backend({"embedded.log.dir": str(tmp / "data")})
+    try:
+        admin = backend.admin()
+        end = admin.describe_topic("connect-test").offsets[0][1]
+        committed = admin.list_group_offsets("connect-local-file-sink").get(TopicPartition("connect-test", 0), 0)
+        admin.close()
+    finally:
+        backend.close()
+    return committed == end
+
+
+def _cpu_hogs(seconds: float) -> list[subprocess.Popen[bytes]]:
+    """One busy loop per core, each ending by itself after ``seconds``.
+
+    Each runs in a session of its own: the kernel's autogroup scheduler shares the CPU between sessions, so
+    hogs in the test's own session would hardly slow a worker started in another one, unlike other programs.
+    """
+    loop = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+    return [subprocess.Popen([sys.executable, "-c", loop], start_new_session=True)
+            for _ in range(os.cpu_count() or 2)]
+
+
+def test_kill_9_under_cpu_load_duplicates_no_more_than_one_flush_interval(tmp_path):
+    """No commit came in 3.5 s under load: each line reached the sink three times after a kill -9.
+
+    20,000 lines, then 40,000 more in bursts (the source idles between them) while a busy loop runs on every
+    core, and a kill -9. At every moment of the run, as if the kill came then, the committed offsets of both
+    tasks must cover what the sink had written one flush interval (and a commit's own time) earlier; after the
+    kill, nothing is lost and only the uncommitted stretch comes again.
+    """
+    interval, slack = 1.0, 0.5  # offset.flush.interval.ms of worker_properties; slack: a commit's own duration
+    line = 12  # bytes of "line-000000\n": the sink file's size counts its lines
+    first, total, burst = 20_000, 60_000, 4_000
+    source_file = tmp_path / "test.txt"
+    source_file.write_text("".join(f"line-{i:06d}\n" for i in range(first)))
+    sink_file = tmp_path / "test.sink.txt"
+    worker_cfg = worker_properties(tmp_path)
+    src, snk = _source(tmp_path), _sink(tmp_path)
+    # (time, lines in the sink file, source-committed lines, sink-committed offset)
+    samples: list[tuple[float, int, int, int]] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        backend = open_log_backend({"embedded.log.dir": str(tmp_path / "data")})
+        admin = backend.admin()
+        try:
+            while not stop.wait(0.02):
+                at = time.monotonic()
+                lines = sink_file.stat().st_size // line if sink_file.exists() else 0
+                source = _committed_source_lines(tmp_path, source_file) if (tmp_path / "connect.offsets").exists() else 0
+                sink = admin.list_group_offsets("connect-local-file-sink").get(TopicPartition("connect-test", 0), 0)
+                samples.append((at, lines, source, sink))
+        finally:
+            admin.close()
+            backend.close()
+
+    def write_rest() -> None:
+        with open(source_file, "a") as fh:
+            for start in range(first, total, burst):
+                if stop.wait(0.9):
+                    return
+                fh.write("".join(f"line-{i:06d}\n" for i in range(start, start + burst)))
+                fh.flush()
+
+    hogs = _cpu_hogs(40)
+    sampler, writer = threading.Thread(target=sample), threading.Thread(target=write_rest)
+    try:
+        worker = connect_standalone(tmp_path, worker_cfg, src, snk)
+        wait_until(lambda: line_count(sink_file) > 0, 60, 0.01, what="the first line in the sink")
+        sampler.start()
+        writer.start()
+        time.sleep(6.5)  # most of the bursts, with their idle gaps
+        worker.kill9()
+        stop.set()
+        sampler.join()
+        writer.join()
+    finally:
+        stop.set()
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    backend = open_log_backend({"embedded.log.dir": str(tmp_path / "data")})
+    admin = backend.admin()
+    topic_end = admin.describe_topic("connect-test").offsets[0][1]
+    sink_committed = admin.list_group_offsets("connect-local-file-sink").get(TopicPartition("connect-test", 0), 0)
+    admin.close()
+    backend.close()
+    source_committed = _committed_source_lines(tmp_path, source_file)
+    sink_lines_at_kill = line_count(sink_file)
+    bound = (topic_end - source_committed) + (sink_lines_at_kill - sink_committed)
+    late = []
+    for at, _lines, source, sink in samples:
+        settled = max((n for t, n, _s, _k in samples if t <= at - interval - slack), default=0)
+        if source < settled or sink < settled:
+            late.append(f"{at - samples[0][0]:.2f} s: source committed {source}, sink committed {sink}, "
+                        f"{settled} written by {interval + slack:.1f} s before")
+    print(f"{len(samples)} samples, {len(late)} with a late commit; at the kill: sink {sink_lines_at_kill} lines, "
+          f"sink committed {sink_committed}, topic {topic_end}, source committed {source_committed}")
+    assert samples and samples[-1][1] > first, "the pipeline hardly moved: the machine is too slow for this test"
+    assert not late, "commits came later than the flush interval:\n" + "\n".join(late[:10])
+
+    wanted = source_file.read_bytes().count(b"\n")
+    worker = connect_standalone(tmp_path, worker_cfg, src, snk)
+    try:
+        wait_until(lambda: worker.log().count("Headrace standalone worker started") == 2, 60, what="the restart")
+        wait_until(lambda: _all_committed(tmp_path, source_file), 120, what="every line read and committed again")
+    finally:
+        assert worker.terminate() == 0, worker.log()
+    lines = sink_file.read_text().splitlines()
+    expected = {f"line-{i:06d}" for i in range(wanted)}
+    assert expected <= set(lines), f"lost {len(expected - set(lines))} lines"
+    duplicates = len(lines) - len(set(lines))
+    print(f"kill -9 under CPU load: {duplicates} duplicates of {wanted} lines, bound {bound}")
+    assert duplicates <= bound, f"{duplicates} duplicates exceed the flush-interval bound {bound}"
 
 
 def test_torn_segment_tail_is_recovered_by_the_cli_tools(tmp_path):

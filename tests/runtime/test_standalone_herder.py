@@ -1,0 +1,102 @@
+"""StandaloneHerder over a real Worker, the in-memory log and fake connectors: state and restarts."""
+
+from __future__ import annotations
+
+import pytest
+
+from connect.runtime.config_store import ConfigTopicStore
+from connect.runtime.herder import ConnectorTaskId, NotFoundError, State, TargetState
+from connect.runtime.offset_committer import SourceTaskOffsetCommitter
+from connect.runtime.standalone import StandaloneHerder
+from connect.runtime.worker import Worker
+from connect.runtime.worker_config import StandaloneConfig
+from tests.runtime.fakes import (
+    FAILING,
+    FakeClock,
+    MemoryBackend,
+    MemoryOffsetStore,
+    RecordingStatus,
+    registry,
+)
+
+SOURCE = {"connector.class": "CountingSourceConnector", "tasks.max": "1", "lines": "2"}
+TASK = ConnectorTaskId("src", 0)
+
+
+@pytest.fixture
+def herder():  # noqa: ANN201
+    clock = FakeClock()
+    backend = MemoryBackend(clock)
+    config = StandaloneConfig({"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                               "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+                               "offset.storage.file.filename": "unused", "task.shutdown.graceful.timeout.ms": "2000"})
+    worker = Worker("test-worker:0", config, registry(), backend, MemoryOffsetStore(), RecordingStatus(), clock=clock,
+                    source_committer=SourceTaskOffsetCommitter(clock))
+    herder = StandaloneHerder(worker, ConfigTopicStore(backend, "connect-configs"))
+    herder.start()
+    yield herder
+    herder.stop()
+
+
+def _states(herder: StandaloneHerder) -> tuple[State, list[State]]:
+    status = herder.connector_status("src")
+    return status.connector.state, [t.state for t in status.tasks]
+
+
+def test_a_created_connector_runs_its_tasks(herder):
+    created, info = herder.put_connector_config("src", SOURCE, allow_replace=False)
+    assert created and info.tasks == (TASK,)
+    herder.status.await_task(TASK, State.RUNNING)
+    assert _states(herder) == (State.RUNNING, [State.RUNNING])
+
+
+def test_pause_and_resume_report_what_the_tasks_did(herder):
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    herder.status.await_task(TASK, State.RUNNING)
+    herder.pause_connector("src")
+    herder.status.await_task(TASK, State.PAUSED)
+    assert _states(herder) == (State.PAUSED, [State.PAUSED])
+    herder.resume_connector("src")
+    herder.status.await_task(TASK, State.RUNNING)
+    assert _states(herder) == (State.RUNNING, [State.RUNNING])
+
+
+def test_a_failed_task_stays_failed_through_pause_and_resume_and_restart_only_failed_restarts_it(herder):
+    FAILING.add("herder-test")
+    try:
+        herder.put_connector_config("src", {**SOURCE, "fail": "herder-test"}, allow_replace=False)
+        herder.status.await_task(TASK, State.FAILED)
+        herder.pause_connector("src")
+        herder.resume_connector("src")
+        assert _states(herder) == (State.RUNNING, [State.FAILED])
+        FAILING.discard("herder-test")
+        plan = herder.restart_connector("src", include_tasks=True, only_failed=True)
+        assert plan is not None
+        assert plan.connector.state is State.RUNNING  # the connector had not failed: not restarted
+        assert [t.state for t in plan.tasks] == [State.RESTARTING]
+        herder.status.await_task(TASK, State.RUNNING)
+        assert herder.status.history[TASK][-2:] == [State.UNASSIGNED, State.RUNNING]
+    finally:
+        FAILING.discard("herder-test")
+
+
+def test_restart_only_failed_leaves_running_tasks_alone(herder):
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    herder.status.await_task(TASK, State.RUNNING)
+    before = list(herder.status.history[TASK])
+    plan = herder.restart_connector("src", include_tasks=True, only_failed=True)
+    assert [t.state for t in plan.tasks] == [State.RUNNING]
+    assert herder.status.history[TASK] == before
+
+
+def test_stop_removes_the_tasks_and_delete_forgets_the_connector(herder):
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    herder.status.await_task(TASK, State.RUNNING)
+    herder.stop_connector("src")
+    assert _states(herder) == (State.STOPPED, [])
+    assert herder.worker.task_ids("src") == []
+    assert herder.store.snapshot.target_state("src") is TargetState.STOPPED
+    herder.delete_connector("src")
+    assert herder.connectors() == []
+    with pytest.raises(NotFoundError):
+        herder.connector_status("src")
