@@ -99,10 +99,9 @@ class StandaloneRuntime:
                     raise CliError(f"{path}: {exc}") from exc
 
     def _validate_connector_files(self) -> None:
-        from connect.runtime.connector_config import ConnectorConfigValidator
-        from connect.runtime.file_paths import FilePathPolicy
+        from connect.runtime.connector_validation import ConnectorConfigValidator
 
-        validator = ConnectorConfigValidator(self.plugins, FilePathPolicy.for_worker(self.config))
+        validator = ConnectorConfigValidator.for_worker(self.plugins, self.config)
         lines = []
         for path, props in self.connector_configs:
             result = validator.validate(props)

@@ -38,6 +38,7 @@ __all__ = [
     "ValidString",
     "Validator",
     "Width",
+    "parse_type",
 ]
 
 

@@ -8,8 +8,7 @@ from typing import Any
 
 from connect.api.config import ConfigType, Password
 from connect.api.errors import ConfigException
-from connect.runtime.connector_config import ConnectorConfigValidator, key_definition
-from connect.runtime.file_paths import FilePathPolicy
+from connect.runtime.connector_validation import ConnectorConfigValidator, key_definition
 from connect.runtime.herder import (
     BadRequestError,
     ConnectorState,
@@ -39,7 +38,7 @@ class AbstractHerder(Herder):
         self._worker_id = worker_id
         self.plugins = plugins
         self.status = status
-        self.validator = ConnectorConfigValidator(plugins, FilePathPolicy.for_worker(worker_config))
+        self.validator = ConnectorConfigValidator.for_worker(plugins, worker_config)
         self._password_keys: dict[tuple, frozenset[str]] = {}
         self._types: dict[str, ConnectorType] = {}
 

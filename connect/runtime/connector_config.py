@@ -1,41 +1,40 @@
-"""Connector configuration: the keys every connector has, enriched with its plugin's own.
+"""Connector configuration: the framework's keys every connector has, defined once and read typed.
 
-``ConnectorConfigValidator`` is the one place that decides whether a
-connector config is acceptable: the standalone CLI uses it before anything
-runs and the REST validate/create endpoints use it for their 400s and
-ConfigInfos bodies. Every class name in a config (connector, converters,
-transforms, predicates) must name a registered plugin, and every file path a
-plugin declares must pass the worker's FilePathPolicy.
+As in Kafka Connect, ``ConnectorConfig`` (with ``SinkConnectorConfig`` and
+``SourceConnectorConfig``) parses the framework's keys of one connector config
+(``name``, ``tasks.max``, converters, transforms, ``errors.*``, topics, topic
+creation, client overrides); a plugin's own keys stay in ``originals`` for
+the plugin to parse with its ConfigDef. The Worker builds one from the
+resolved config of each connector and task and reads the framework's settings
+only through its properties; ``ConnectorConfigValidator``
+(connector_validation.py) checks configs against the same definitions.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
 from connect.api.config import (
+    AbstractConfig,
     CompositeValidator,
     ConfigDef,
-    ConfigKey,
+    ConfigException,
     ConfigType,
-    ConfigValue,
     Importance,
     LambdaValidator,
     NonEmptyString,
     Range,
     ValidString,
     Width,
-    format_value,
+    parse_type,
 )
-from connect.api.connector import Connector
-from connect.api.errors import ConfigException
-from connect.runtime.file_paths import FilePathPolicy
-from connect.runtime.plugins import PluginRegistry, connector_type
 
-__all__ = ["ConnectorConfigValidator", "ValidationResult", "base_connector_def", "sink_connector_def",
+__all__ = ["ConnectorConfig", "DeadLetterQueueConfig", "SinkConnectorConfig", "SourceConnectorConfig",
+           "TopicCreationGroup", "base_connector_def", "config_class_for", "listed", "sink_connector_def",
            "source_connector_def"]
 
 COMMON_GROUP = "Common"
@@ -43,6 +42,9 @@ TRANSFORMS_GROUP = "Transforms"
 PREDICATES_GROUP = "Predicates"
 ERROR_GROUP = "Error Handling"
 TOPIC_CREATION_GROUP = "Topic Creation"
+TOPIC_CREATION_PREFIX = "topic.creation."
+DEFAULT_GROUP = "default"
+MAX_POLL_RECORDS_OVERRIDE = "consumer.override.max.poll.records"
 
 
 def _unique_aliases(name: str, value: Any) -> str | None:
@@ -106,18 +108,26 @@ def base_connector_def() -> ConfigDef:
     return d
 
 
-def sink_connector_def() -> ConfigDef:
-    d = base_connector_def()
-    d.define("topics", ConfigType.LIST, [], importance=Importance.HIGH, group=COMMON_GROUP, order_in_group=4,
-             documentation="Topics to consume; use this or topics.regex.")
-    d.define("topics.regex", ConfigType.STRING, "", importance=Importance.HIGH, group=COMMON_GROUP,
-             order_in_group=4, documentation="Regular expression of topics to consume; use this or topics.")
+def _define_dead_letter_queue(d: ConfigDef) -> None:
     d.define("errors.deadletterqueue.topic.name", ConfigType.STRING, "", importance=Importance.MEDIUM,
              group=ERROR_GROUP, order_in_group=6, documentation="Topic for records that fail; empty: no DLQ.")
     d.define("errors.deadletterqueue.topic.replication.factor", ConfigType.SHORT, 3,
              importance=Importance.MEDIUM, group=ERROR_GROUP, order_in_group=7)
     d.define("errors.deadletterqueue.context.headers.enable", ConfigType.BOOLEAN, False,
              importance=Importance.MEDIUM, group=ERROR_GROUP, order_in_group=8)
+
+
+def sink_connector_def() -> ConfigDef:
+    d = base_connector_def()
+    d.define("topics", ConfigType.LIST, [], importance=Importance.HIGH, group=COMMON_GROUP, order_in_group=4,
+             documentation="Topics to consume; use this or topics.regex.")
+    d.define("topics.regex", ConfigType.STRING, "", importance=Importance.HIGH, group=COMMON_GROUP,
+             order_in_group=4, documentation="Regular expression of topics to consume; use this or topics.")
+    # the one consumer override the worker reads itself (the others go to the consumer as they are)
+    d.define(MAX_POLL_RECORDS_OVERRIDE, ConfigType.INT, None, Range.at_least(1), Importance.LOW,
+             "Records a sink task asks for per poll; unset: the worker's consumer.max.poll.records.",
+             internal=True)
+    _define_dead_letter_queue(d)
     return d
 
 
@@ -132,255 +142,232 @@ def source_connector_def() -> ConfigDef:
     d.define("offsets.storage.topic", ConfigType.STRING, None, importance=Importance.LOW, group=COMMON_GROUP,
              order_in_group=11)
     # Headrace extension: a dead-letter topic for source records that fail conversion or a transform
-    d.define("errors.deadletterqueue.topic.name", ConfigType.STRING, "", importance=Importance.MEDIUM,
-             group=ERROR_GROUP, order_in_group=6, documentation="Topic for records that fail; empty: no DLQ.")
-    d.define("errors.deadletterqueue.topic.replication.factor", ConfigType.SHORT, 3,
-             importance=Importance.MEDIUM, group=ERROR_GROUP, order_in_group=7)
-    d.define("errors.deadletterqueue.context.headers.enable", ConfigType.BOOLEAN, False,
-             importance=Importance.MEDIUM, group=ERROR_GROUP, order_in_group=8)
+    _define_dead_letter_queue(d)
+    _define_topic_creation_group(d, DEFAULT_GROUP)
     return d
 
 
-@attrs.define
-class ValidationResult:
-    """All keys checked, with the definitions they were checked against."""
-
-    name: str | None
-    definition: ConfigDef
-    values: dict[str, ConfigValue]
-    connector_class: type[Connector] | None
-
-    @property
-    def errors(self) -> list[tuple[str, str]]:
-        return [(name, err) for name, cv in self.values.items() for err in cv.errors]
-
-    @property
-    def error_count(self) -> int:
-        return sum(len(cv.errors) for cv in self.values.values())
-
-    def error_message(self) -> str:
-        errs = self.errors
-        lines = "\n".join(f"{err}" if err.startswith(("Invalid value", "Missing")) else f"{name}: {err}"
-                          for name, err in errs)
-        return (f"Connector configuration is invalid and contains the following {len(errs)} error(s):\n{lines}\n"
-                "You can also find the above list of errors at the endpoint `/connector-plugins/{connectorType}/config/validate`")
-
-    def raise_if_invalid(self) -> None:
-        if self.error_count:
-            name, err = self.errors[0]
-            raise ConfigException(name, None, err)
-
-    def to_config_infos(self) -> dict[str, Any]:
-        """The body of PUT /connector-plugins/{type}/config/validate."""
-        configs = []
-        for key in self.definition.config_keys.values():
-            if key.internal:
-                continue
-            cv = self.values.get(key.name, ConfigValue(key.name))
-            configs.append({"definition": key_definition(key), "value": _value_json(key, cv)})
-        # keys the user gave that no definition covers are reported too, like Kafka does
-        for name, cv in self.values.items():
-            if name not in self.definition.config_keys:
-                configs.append({"definition": None, "value": _value_json(None, cv)})
-        return {
-            "name": self.name or "",
-            "error_count": self.error_count,
-            "groups": self.definition.groups,
-            "configs": configs,
-        }
+def _regexes(name: str, value: Any) -> str | None:
+    for pattern in value or ():
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            return f"Invalid regular expression {pattern!r}: {exc}"
+    return None
 
 
-def key_definition(key: ConfigKey) -> dict[str, Any]:
-    return {
-        "name": key.name,
-        "type": key.type.value,
-        "required": key.required,
-        "default_value": None if key.required else format_value(key.default_value, key.type),
-        "importance": key.importance.value,
-        "documentation": key.documentation,
-        "group": key.group,
-        "width": key.width.value,
-        "display_name": key.display_name or key.name,
-        "dependents": list(key.dependents),
-        "order": key.order_in_group,
-    }
+def _define_topic_creation_group(d: ConfigDef, group: str) -> None:
+    """The keys of one topic creation group (Kafka Connect's KIP-158); other keys under its prefix are topic
+    configs, passed to the topic as they are."""
+    prefix = f"{TOPIC_CREATION_PREFIX}{group}."
+    if group == DEFAULT_GROUP:
+        d.define(prefix + "partitions", ConfigType.INT, 1, importance=Importance.LOW, group=TOPIC_CREATION_GROUP,
+                 documentation="Partitions of the topics the connector creates; -1: the broker's default.")
+        d.define(prefix + "replication.factor", ConfigType.SHORT, -1, importance=Importance.LOW,
+                 group=TOPIC_CREATION_GROUP,
+                 documentation="Replication factor of the topics the connector creates; -1: the broker's default.")
+        return
+    d.define(prefix + "include", ConfigType.LIST, [], LambdaValidator(_regexes, "regular expressions"),
+             Importance.LOW, "Regular expressions of the topic names (whole-name matches) this group creates.",
+             TOPIC_CREATION_GROUP)
+    d.define(prefix + "exclude", ConfigType.LIST, [], LambdaValidator(_regexes, "regular expressions"),
+             Importance.LOW, "Regular expressions of the topic names this group leaves to the next.",
+             TOPIC_CREATION_GROUP)
+    d.define(prefix + "partitions", ConfigType.INT, None, importance=Importance.LOW, group=TOPIC_CREATION_GROUP,
+             documentation="Partitions of this group's topics; unset: the default group's.")
+    d.define(prefix + "replication.factor", ConfigType.SHORT, None, importance=Importance.LOW,
+             group=TOPIC_CREATION_GROUP, documentation="Replication factor of this group's topics; unset: the "
+                                                       "default group's.")
 
 
-def _value_json(key: ConfigKey | None, cv: ConfigValue) -> dict[str, Any]:
-    value = format_value(cv.value, key.type) if key is not None else (None if cv.value is None else str(cv.value))
-    return {
-        "name": cv.name,
-        "value": value,
-        "recommended_values": [str(v) for v in cv.recommended_values],
-        "errors": list(cv.errors),
-        "visible": cv.visible,
-    }
+def listed(props: Mapping[str, Any], key: str) -> list[str]:
+    """The items of a LIST key as the definitions parse it, empty ones dropped; [] when it does not parse
+    (validation then says why)."""
+    try:
+        return _items(parse_type(key, props.get(key), ConfigType.LIST))
+    except ConfigException:
+        return []
 
 
-class ConnectorConfigValidator:
-    """Validates a connector config against the framework's keys and its plugins' ConfigDefs.
+def _items(values: list[Any] | None) -> list[str]:
+    return [str(v) for v in values or () if v != ""]
 
-    ``file_paths`` is the worker's policy for the file paths plugins declare; without one only
-    Python's import path is protected (the CLI and the herders pass the worker's).
+
+# --- the typed configs -------------------------------------------------------------------------------------------
+class ConnectorConfig(AbstractConfig):
+    """The framework's keys of one connector config, parsed once (Kafka Connect's ConnectorConfig).
+
+    Raises ConfigException naming the first missing or invalid key.
     """
 
-    def __init__(self, plugins: PluginRegistry, file_paths: FilePathPolicy | None = None) -> None:
-        self.plugins = plugins
-        self.file_paths = file_paths if file_paths is not None else FilePathPolicy()
+    DEFINITION: ClassVar[ConfigDef] = base_connector_def()
 
-    def validate(self, props: Mapping[str, str]) -> ValidationResult:
-        name = props.get("name")
-        class_name = props.get("connector.class")
-        connector_cls: type[Connector] | None = None
-        class_error: str | None = None
-        if class_name:
-            try:
-                connector_cls = self.plugins.resolve(class_name, ("source", "sink"), "connector.class")  # type: ignore[assignment]
-            except ConfigException as exc:
-                class_error = str(exc)
-        kind = connector_type(connector_cls) if connector_cls is not None else None
-        definition = {"sink": sink_connector_def, "source": source_connector_def}.get(kind or "", base_connector_def)()
-        definition = self._enrich(definition, props)
-        values = definition.validate(props)
-        if class_error:
-            values["connector.class"].add_error(class_error)
-        self._check_converters(props, values)
-        if kind == "sink":
-            self._check_sink_topics(props, values)
-        if connector_cls is not None:
-            self._merge_plugin(definition, values, connector_cls, props)
-        for error in self.file_paths.check(definition, props):
-            cv = values.setdefault(str(error.name), ConfigValue(str(error.name), props.get(str(error.name))))
-            cv.add_error(str(error))
-        return ValidationResult(name, definition, values, connector_cls)
+    def __init__(self, props: Mapping[str, Any]) -> None:
+        super().__init__(self.definition_for(props), props)
 
-    def check_task_paths(self, connector_config: Mapping[str, str], task_config: Mapping[str, str]) -> None:
-        """Check again, just before a task starts, the file paths declared by the connector and its transforms.
+    @classmethod
+    def definition_for(cls, props: Mapping[str, Any]) -> ConfigDef:
+        """The keys a config of this kind is parsed and validated with (shared: copy it before adding keys)."""
+        return cls.DEFINITION
 
-        Raises ConfigException naming the first refused key: a path valid when the config was submitted
-        may resolve elsewhere now (a symlink swapped in, a config provider's value).
-        """
-        class_name = connector_config.get("connector.class", "")
-        connector_cls = self.plugins.resolve(class_name, ("source", "sink"), "connector.class")
-        try:
-            plugin_def: ConfigDef = connector_cls().config()  # type: ignore[attr-defined]
-        except Exception as exc:
-            raise ConfigException("connector.class", class_name,
-                                  f"could not read the connector's config definition: {exc}") from exc
-        definition = self._enrich(ConfigDef(plugin_def), connector_config)
-        for config in (connector_config, task_config):
-            errors = self.file_paths.check(definition, config)
-            if errors:
-                raise errors[0]
+    @property
+    def name(self) -> str:
+        return self.get("name")
 
-    def _check_converters(self, props: Mapping[str, str], values: dict[str, ConfigValue]) -> None:
-        for key, kind in (("key.converter", "converter"), ("value.converter", "converter"),
-                          ("header.converter", "header_converter")):
-            name = props.get(key)
-            if name and str(name).strip() and not values[key].errors:
-                try:
-                    self.plugins.resolve(str(name), kind, key)
-                except ConfigException as exc:
-                    values[key].add_error(str(exc))
+    @property
+    def connector_class(self) -> str:
+        return self.get("connector.class")
 
-    def _enrich(self, definition: ConfigDef, props: Mapping[str, str]) -> ConfigDef:
-        """Add ``transforms.<alias>.*`` and ``predicates.<alias>.*`` keys, each plugin's own embedded."""
-        enriched = ConfigDef(definition)
-        predicates = _aliases(props.get("predicates", ""))
-        for order, alias in enumerate(_aliases(props.get("transforms", "")), start=2):
-            prefix = f"transforms.{alias}."
-            enriched.define(prefix + "type", ConfigType.CLASS, importance=Importance.HIGH, group=f"Transforms: {alias}",
-                            order_in_group=order, documentation="Class for the transformation.",
-                            validator=self._class_validator("transformation"))
-            enriched.define(prefix + "negate", ConfigType.BOOLEAN, False, importance=Importance.MEDIUM,
-                            group=f"Transforms: {alias}", documentation="Negate the predicate's result.")
-            enriched.define(
-                prefix + "predicate", ConfigType.STRING, None, importance=Importance.MEDIUM,
-                group=f"Transforms: {alias}", documentation="Alias of a predicate gating this transform.",
-                validator=LambdaValidator(
-                    lambda key, value, _p=tuple(predicates): None if value in (None, "") or value in _p
-                    else f"Predicate {value} is not listed in predicates"
-                ),
-            )
-            self._embed_plugin(enriched, props, prefix, "transformation", f"Transforms: {alias}")
-        for alias in predicates:
-            prefix = f"predicates.{alias}."
-            enriched.define(prefix + "type", ConfigType.CLASS, importance=Importance.HIGH, group=f"Predicates: {alias}",
-                            documentation="Class for the predicate.", validator=self._class_validator("predicate"))
-            self._embed_plugin(enriched, props, prefix, "predicate", f"Predicates: {alias}")
-        return enriched
+    @property
+    def tasks_max(self) -> int:
+        return self.get("tasks.max")
 
-    def _class_validator(self, kind: str) -> LambdaValidator:
-        def check(key: str, value: Any) -> str | None:
-            try:
-                self.plugins.resolve(str(value), kind, key)
-            except ConfigException as exc:
-                return exc.reason or str(exc)
-            return None
+    @property
+    def tasks_max_enforce(self) -> bool:
+        return self.get("tasks.max.enforce")
 
-        return LambdaValidator(check, f"a {kind} class")
+    def converter_class(self, key: str) -> str | None:
+        """The connector's ``key.converter``, ``value.converter`` or ``header.converter``; None: the worker's."""
+        value = self.get(key)
+        return str(value) if value else None
 
-    def _embed_plugin(self, definition: ConfigDef, props: Mapping[str, str], prefix: str, kind: str, group: str) -> None:
-        class_name = props.get(prefix + "type")
-        if not class_name:
-            return
-        try:
-            plugin = self.plugins.new_instance(class_name, kind, prefix + "type")
-            child: ConfigDef = plugin.config()  # type: ignore[attr-defined]
-        except ConfigException:
-            return  # reported when the type key itself is validated below
-        for key in child.config_keys.values():
-            if prefix + key.name not in definition:
-                definition.define(prefix + key.name, key.type, key.default_value, key.validator, key.importance,
-                                  key.documentation, group, key.order_in_group, key.width, key.display_name)
+    @property
+    def transforms(self) -> list[str]:
+        """The transform aliases, in order."""
+        return _items(self.get("transforms"))
 
-    def _check_sink_topics(self, props: Mapping[str, str], values: dict[str, ConfigValue]) -> None:
-        topics = [t.strip() for t in props.get("topics", "").split(",") if t.strip()]
-        regex = props.get("topics.regex", "").strip()
-        if topics and regex:
-            msg = "topics and topics.regex are mutually exclusive options, but both are set."
-            values["topics"].add_error(msg)
-            values["topics.regex"].add_error(msg)
-        elif not topics and not regex:
-            msg = "Must configure one of topics or topics.regex"
-            values["topics"].add_error(msg)
-            values["topics.regex"].add_error(msg)
-        if regex:
-            try:
-                re.compile(regex)
-            except re.error as exc:
-                values["topics.regex"].add_error(f"Invalid value {regex} for configuration topics.regex: {exc}")
-        dlq = props.get("errors.deadletterqueue.topic.name", "").strip()
-        if dlq and (dlq in topics or (regex and re.fullmatch(regex, dlq))):
-            values["errors.deadletterqueue.topic.name"].add_error(
-                f"The DLQ topic '{dlq}' may not be included in the list of topics to consume"
-            )
+    @property
+    def predicates(self) -> list[str]:
+        return _items(self.get("predicates"))
 
-    def _merge_plugin(self, definition: ConfigDef, values: dict[str, ConfigValue], cls: type[Connector],
-                      props: Mapping[str, str]) -> None:
-        try:
-            connector = cls()
-            plugin_def = connector.config()
-            plugin_values = connector.validate(dict(props))
-        except Exception as exc:
-            values["connector.class"].add_error(f"{cls.__qualname__} could not validate its config: {exc}")
-            return
-        for key in plugin_def.config_keys.values():
-            if key.name not in definition:
-                definition.define(key.name, key.type, key.default_value, key.validator, key.importance,
-                                  key.documentation, key.group, key.order_in_group, key.width, key.display_name,
-                                  key.dependents, key.recommender, key.internal)
-        for name, cv in plugin_values.items():
-            existing = values.get(name)
-            if existing is None:
-                values[name] = cv
-            else:
-                existing.errors.extend(e for e in cv.errors if e not in existing.errors)
+    @property
+    def errors_retry_timeout_ms(self) -> int:
+        return self.get("errors.retry.timeout")
+
+    @property
+    def errors_retry_delay_max_ms(self) -> int:
+        return self.get("errors.retry.delay.max.ms")
+
+    @property
+    def errors_tolerance_all(self) -> bool:
+        """``errors.tolerance=all``: failed records are skipped instead of failing the task."""
+        return self.get("errors.tolerance") == "all"
+
+    @property
+    def errors_log_enable(self) -> bool:
+        return self.get("errors.log.enable")
+
+    @property
+    def errors_log_include_messages(self) -> bool:
+        return self.get("errors.log.include.messages")
+
+    def client_overrides(self, client: str) -> dict[str, Any]:
+        """The connector's settings for its ``producer``, ``consumer`` or ``admin`` client (``<client>.override.*``)."""
+        return self.originals_with_prefix(f"{client}.override.")
 
 
-def _aliases(raw: str | None) -> list[str]:
-    return [a.strip() for a in (raw or "").split(",") if a.strip()]
+class DeadLetterQueueConfig(ConnectorConfig):
+    """The ``errors.deadletterqueue.*`` keys sinks have (and sources, as a Headrace extension)."""
+
+    @property
+    def dlq_topic_name(self) -> str:
+        """Empty: no dead-letter queue."""
+        return self.get("errors.deadletterqueue.topic.name")
+
+    @property
+    def dlq_replication_factor(self) -> int:
+        return self.get("errors.deadletterqueue.topic.replication.factor")
+
+    @property
+    def dlq_context_headers_enable(self) -> bool:
+        return self.get("errors.deadletterqueue.context.headers.enable")
 
 
-def password_keys(definition: ConfigDef) -> set[str]:
-    return {k.name for k in definition.config_keys.values() if k.type is ConfigType.PASSWORD}
+class SinkConnectorConfig(DeadLetterQueueConfig):
+    DEFINITION: ClassVar[ConfigDef] = sink_connector_def()
+
+    @property
+    def topics(self) -> list[str]:
+        return _items(self.get("topics"))
+
+    @property
+    def topics_regex(self) -> str:
+        """Empty when the connector lists its topics instead."""
+        return self.get("topics.regex")
+
+    @property
+    def max_poll_records(self) -> int | None:
+        """``consumer.override.max.poll.records``; None: the worker's ``consumer.max.poll.records``."""
+        return self.get(MAX_POLL_RECORDS_OVERRIDE)
+
+
+@attrs.frozen
+class TopicCreationGroup:
+    """The settings of one topic creation group; None partitions or replication: the default group's."""
+
+    name: str
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    partitions: int | None
+    replication_factor: int | None
+    topic_configs: dict[str, str]
+
+
+class SourceConnectorConfig(DeadLetterQueueConfig):
+    DEFINITION: ClassVar[ConfigDef] = source_connector_def()
+
+    @classmethod
+    def definition_for(cls, props: Mapping[str, Any]) -> ConfigDef:
+        groups = _groups(listed(props, "topic.creation.groups"))
+        if not groups:
+            return cls.DEFINITION
+        definition = ConfigDef(cls.DEFINITION)
+        for group in groups:
+            _define_topic_creation_group(definition, group)
+        return definition
+
+    @property
+    def uses_topic_creation(self) -> bool:
+        """Whether the connector asks for topic creation (by setting the default group's partitions or
+        replication factor)."""
+        prefix = f"{TOPIC_CREATION_PREFIX}{DEFAULT_GROUP}."
+        return prefix + "partitions" in self.originals or prefix + "replication.factor" in self.originals
+
+    @property
+    def topic_creation_groups(self) -> list[str]:
+        """The groups besides the default one, in the order a topic tries them."""
+        return _groups(self.get_list("topic.creation.groups"))
+
+    def topic_creation_group(self, group: str) -> TopicCreationGroup:
+        prefix = f"{TOPIC_CREATION_PREFIX}{group}."
+        own = {"include", "exclude", "partitions", "replication.factor"}
+        default = group == DEFAULT_GROUP
+        return TopicCreationGroup(
+            group,
+            () if default else tuple(_items(self.get(prefix + "include"))),
+            () if default else tuple(_items(self.get(prefix + "exclude"))),
+            self.get(prefix + "partitions"),
+            self.get(prefix + "replication.factor"),
+            {k: str(v) for k, v in self.originals_with_prefix(prefix).items() if k not in own},
+        )
+
+    @property
+    def exactly_once_support(self) -> str:
+        return self.get("exactly.once.support")
+
+    @property
+    def transaction_boundary(self) -> str:
+        return self.get("transaction.boundary")
+
+    @property
+    def offsets_storage_topic(self) -> str | None:
+        return self.get("offsets.storage.topic")
+
+
+def _groups(names: list[str]) -> list[str]:
+    return [g for g in dict.fromkeys(names) if g and g != DEFAULT_GROUP]
+
+
+def config_class_for(kind: str | None) -> type[ConnectorConfig]:
+    """The config class of a ``sink`` or ``source`` connector (ConnectorConfig when the kind is unknown)."""
+    return {"sink": SinkConnectorConfig, "source": SourceConnectorConfig}.get(kind or "", ConnectorConfig)

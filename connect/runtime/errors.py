@@ -50,7 +50,7 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -60,6 +60,7 @@ from connect.api.connector import ErrantRecordReporter
 from connect.api.errors import ConnectException, RetriableException
 from connect.api.records import SinkRecord
 from connect.log.api import ConsumerRecord, Producer
+from connect.runtime.connector_config import ConnectorConfig
 
 __all__ = ["DeadLetterQueueReporter", "ErrantRecordReporterImpl", "ErrorHandler", "ErrorMetrics", "Stage",
            "TaskStoppingError", "ToleranceExceededError", "source_record_document"]
@@ -257,18 +258,19 @@ class ErrorHandler:
 
     def __init__(
         self,
-        config: Mapping[str, Any],
+        config: ConnectorConfig,
         connector: str,
         task_id: int,
         stop_event: threading.Event,
         dlq: DeadLetterQueueReporter | None = None,
         metrics: ErrorMetrics | None = None,
     ) -> None:
-        self.retry_timeout_ms = int(config.get("errors.retry.timeout", 0) or 0)
-        self.max_delay_ms = max(1, int(config.get("errors.retry.delay.max.ms", 60000) or 60000))
-        self.tolerate = str(config.get("errors.tolerance", "none")).strip().lower() == "all"
-        self.log_enabled = _flag(config.get("errors.log.enable", False))
-        self.log_messages = _flag(config.get("errors.log.include.messages", False))
+        """``config``: the connector's parsed config, whose ``errors.*`` keys say how failures are handled."""
+        self.retry_timeout_ms = config.errors_retry_timeout_ms
+        self.max_delay_ms = config.errors_retry_delay_max_ms
+        self.tolerate = config.errors_tolerance_all
+        self.log_enabled = config.errors_log_enable
+        self.log_messages = config.errors_log_include_messages
         self.connector = connector
         self.task_id = task_id
         self.stop_event = stop_event
@@ -361,12 +363,6 @@ def describe(failure: Failure) -> str:
         return (f" while processing source record topic={rec.topic} source_partition={rec.source_partition} "
                 f"source_offset={rec.source_offset}")
     return ""
-
-
-def _flag(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() == "true"
-    return bool(value)
 
 
 class ErrantRecordReporterImpl(ErrantRecordReporter):

@@ -23,6 +23,7 @@ from connect.api.headers import ConnectHeaders, Header
 from connect.api.records import SinkRecord, SinkRecordBatch, TimestampType
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import Consumer, ConsumerRecord, FetchedBatch, LogError, RebalanceListener
+from connect.runtime.connector_config import SinkConnectorConfig
 from connect.runtime.errors import ErrantRecordReporterImpl, Stage, TaskStoppingError
 from connect.runtime.worker_task import WorkerTask
 
@@ -87,13 +88,15 @@ class _Rebalance(RebalanceListener):
 
 
 class WorkerSinkTask(WorkerTask):
+    connector_config: SinkConnectorConfig
+
     def __init__(self, *args: Any, task: SinkTask, consumer: Consumer, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.task = task
         self.consumer = consumer
         self.context = _Context(self)
-        self.max_records = int(self.connector_config.get("consumer.override.max.poll.records")
-                               or self.worker_config.get("consumer.max.poll.records", 500))
+        self.max_records = (self.connector_config.max_poll_records
+                            or self.worker_config.consumer_max_poll_records)
         self._current: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
         self._next_commit = self.clock.monotonic() + self.offset_flush_interval
@@ -109,8 +112,8 @@ class WorkerSinkTask(WorkerTask):
     def initialize_and_start(self) -> None:
         self.task.initialize(self.context)
         self.task.start(self.task_config)
-        topics = [t.strip() for t in str(self.task_config.get("topics", "")).split(",") if t.strip()]
-        regex = str(self.task_config.get("topics.regex", "") or "").strip()
+        topics = self.connector_config.topics
+        regex = self.connector_config.topics_regex
         if regex:
             self.consumer.subscribe(pattern=re.compile(regex), listener=_Rebalance(self))
         else:
@@ -149,11 +152,7 @@ class WorkerSinkTask(WorkerTask):
             self.task.stop()
         except Exception:  # noqa: BLE001
             log.exception("%s Error stopping sink task", self)
-        if self.errors.dlq is not None:
-            try:
-                self.errors.dlq.producer.close(self.offset_flush_timeout)
-            except Exception:  # noqa: BLE001
-                log.exception("%s Error closing the dead letter queue producer", self)
+        self._close_dlq_producer()
         try:
             self.consumer.close()
         except Exception:  # noqa: BLE001
@@ -362,13 +361,6 @@ class WorkerSinkTask(WorkerTask):
     def _convert_headers(self, topic: str, raw: Sequence[tuple[str, bytes | None]]) -> ConnectHeaders:
         conv = self.converters.header.to_connect_header
         return ConnectHeaders([Header(k, *conv(topic, k, v)) for k, v in raw])
-
-    def _plugin_class(self, stage: Stage) -> str:
-        if stage is Stage.TRANSFORMATION and self.chain is not None and self.chain.failed_stage is not None:
-            return type(self.chain.failed_stage.transform).__qualname__
-        conv = {Stage.KEY_CONVERTER: self.converters.key, Stage.VALUE_CONVERTER: self.converters.value,
-                Stage.HEADER_CONVERTER: self.converters.header}.get(stage)
-        return type(conv).__qualname__ if conv is not None else type(self.task).__qualname__
 
     # --- partitions and offsets ------------------------------------------------------------------------------
     def on_assigned(self, partitions: list[TopicPartition]) -> None:

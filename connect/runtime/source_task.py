@@ -20,6 +20,7 @@ from connect.api.connector import OffsetStorageReader, RecordMetadata, SourceTas
 from connect.api.errors import ConnectException, RetriableException
 from connect.api.records import SourceRecord, SourceRecordBatch
 from connect.log.api import Admin, LogError, Producer
+from connect.runtime.connector_config import SourceConnectorConfig
 from connect.runtime.errors import Stage
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offsets import OffsetStore, offset_key
@@ -44,6 +45,8 @@ class _Context(SourceTaskContext):
 
 
 class WorkerSourceTask(WorkerTask):
+    connector_config: SourceConnectorConfig
+
     def __init__(self, *args: Any, task: SourceTask, producer: Producer, admin: Admin | None,
                  offset_store: OffsetStore, offset_reader: OffsetStorageReader,
                  committer: SourceTaskOffsetCommitter, **kwargs: Any) -> None:
@@ -70,7 +73,8 @@ class WorkerSourceTask(WorkerTask):
         self.records_polled = 0
         self.records_sent = 0
         self.records_dropped = 0
-        self.topic_creation = TopicCreation.from_configs(self.worker_config, self.connector_config)
+        self.topic_creation = TopicCreation.from_config(self.worker_config.topic_creation_enable,
+                                                    self.connector_config)
 
     # --- WorkerTask ----------------------------------------------------------------------
     def initialize_and_start(self) -> None:
@@ -129,11 +133,7 @@ class WorkerSourceTask(WorkerTask):
             self.producer.close(self.offset_flush_timeout)
         except Exception:  # noqa: BLE001
             log.exception("%s Error closing producer", self)
-        if self.errors.dlq is not None:
-            try:
-                self.errors.dlq.producer.close(self.offset_flush_timeout)
-            except Exception:  # noqa: BLE001
-                log.exception("%s Error closing the dead letter queue producer", self)
+        self._close_dlq_producer()
 
     def record_counts(self) -> dict[str, int]:
         return {"records_polled": self.records_polled, "records_written": self.records_sent,
@@ -274,13 +274,6 @@ class WorkerSourceTask(WorkerTask):
     def _convert_headers(self, record: SourceRecord) -> tuple[tuple[str, bytes | None], ...]:
         conv = self.converters.header.from_connect_header
         return tuple((h.key, conv(record.topic, h.key, h.schema, h.value)) for h in record.headers)
-
-    def _plugin_class(self, stage: Stage) -> str:
-        if stage is Stage.TRANSFORMATION and self.chain is not None and self.chain.failed_stage is not None:
-            return type(self.chain.failed_stage.transform).__qualname__
-        conv = {Stage.KEY_CONVERTER: self.converters.key, Stage.VALUE_CONVERTER: self.converters.value,
-                Stage.HEADER_CONVERTER: self.converters.header}.get(stage)
-        return type(conv).__qualname__ if conv is not None else type(self.task).__qualname__
 
     def _mark_offset(self, partition: Mapping[str, Any] | None, offset: Mapping[str, Any] | None) -> None:
         """Called with ``_pending_lock`` held, after the records up to ``offset`` were handed to the producer."""

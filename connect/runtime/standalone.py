@@ -135,9 +135,8 @@ class StandaloneHerder(AbstractHerder):
     def _update_task_configs(self, name: str) -> bool:
         """Ask the connector for task configs; store them if they changed. True when they did."""
         config = self.store.snapshot.connectors[name]
-        max_tasks = int(config.get("tasks.max", 1))
         # stored as the connector's raw config has them: with ${...} references, not their values
-        new = self.worker.config_transformer.reverse(config, self.worker.connector_task_configs(name, max_tasks))
+        new = self.worker.config_transformer.reverse(config, self.worker.connector_task_configs(name))
         if new == self.store.snapshot.task_configs.get(name):
             return False
         self._put_task_configs(name, new)

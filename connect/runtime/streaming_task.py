@@ -22,6 +22,7 @@ from connect.api.connector import DeadLetterQueue, StreamingSinkTask, StreamingS
 from connect.api.errors import ConnectException
 from connect.log.api import ConsumerRecord
 from connect.runtime.errors import DeadLetterQueueReporter, Failure, Stage
+from connect.runtime.worker_config import WorkerConfig
 from connect.runtime.worker_task import WorkerTask
 
 __all__ = ["WorkerStreamingTask", "log_settings", "state_dir_for"]
@@ -29,30 +30,28 @@ __all__ = ["WorkerStreamingTask", "log_settings", "state_dir_for"]
 log = logging.getLogger(__name__)
 
 PROGRESS_LOG_INTERVAL = 10.0
-DEFAULT_STATE_DIR = "headrace-state"
 
 # Kafka client settings a task needs to read the same cluster as the worker (security and the like).
 _CLIENT_PREFIXES = ("security.", "sasl.", "ssl.")
 
 
-def log_settings(worker_config: Mapping[str, Any]) -> dict[str, str]:
+def log_settings(worker_config: WorkerConfig) -> dict[str, str]:
     """How a streaming task reaches the worker's log: ``bootstrap.servers`` (+ security) or ``embedded.log.dir``."""
-    servers = str(worker_config.get("bootstrap.servers") or "").strip()
-    if servers:
-        out = {"bootstrap.servers": servers}
-        for key, value in worker_config.items():
+    if worker_config.uses_kafka:
+        out = {"bootstrap.servers": ",".join(worker_config.bootstrap_servers)}
+        for key, value in worker_config.originals.items():
             if key.startswith(_CLIENT_PREFIXES) and value not in (None, ""):
                 out[key] = str(value)
-            elif key.startswith("consumer.") and key[len("consumer."):].startswith(_CLIENT_PREFIXES):
-                out[key[len("consumer."):]] = str(value)
+        for key, value in worker_config.originals_with_prefix("consumer.").items():
+            if key.startswith(_CLIENT_PREFIXES):
+                out[key] = str(value)
         return out
-    return {"embedded.log.dir": os.path.abspath(str(worker_config.get("embedded.log.dir") or "./headrace-data"))}
+    return {"embedded.log.dir": os.path.abspath(worker_config.embedded_log_dir)}
 
 
-def state_dir_for(worker_config: Mapping[str, Any], connector: str) -> str:
-    """``<streaming.state.dir>/<connector>``; the worker setting defaults to ``./headrace-state``."""
-    root = str(worker_config.get("streaming.state.dir") or DEFAULT_STATE_DIR)
-    return os.path.join(os.path.abspath(root), connector)
+def state_dir_for(worker_config: WorkerConfig, connector: str) -> str:
+    """``<streaming.state.dir>/<connector>``, as an absolute path."""
+    return os.path.join(os.path.abspath(worker_config.streaming_state_dir), connector)
 
 
 class _DeadLetterQueue(DeadLetterQueue):

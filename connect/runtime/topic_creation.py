@@ -14,32 +14,29 @@ includes and does not exclude it, else the default group.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
 from connect.log.api import NewTopic
+from connect.runtime.connector_config import DEFAULT_GROUP, SourceConnectorConfig, TopicCreationGroup
 
 __all__ = ["TopicCreation"]
 
-PREFIX = "topic.creation."
-_OWN = ("include", "exclude", "partitions", "replication.factor")
-
-
-def _patterns(value: Any) -> list[re.Pattern[str]]:
-    return [re.compile(p.strip()) for p in str(value or "").split(",") if p.strip()]
-
 
 class _Group:
-    def __init__(self, name: str, config: Mapping[str, Any], partitions: int, replication: int) -> None:
-        prefix = f"{PREFIX}{name}."
-        own = {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
-        self.name = name
+    def __init__(self, settings: TopicCreationGroup, default: _Group | None = None) -> None:
+        """``default``: the default group, whose partitions and replication factor a group inherits."""
+        self.name = settings.name
         # the default group takes every topic no other group took
-        self.include = _patterns(".*" if name == "default" else own.get("include", ""))
-        self.exclude = [] if name == "default" else _patterns(own.get("exclude", ""))
-        self.partitions = int(own.get("partitions", partitions))
-        self.replication = int(own.get("replication.factor", replication))
-        self.configs = {k: str(v) for k, v in own.items() if k not in _OWN}
+        default_group = settings.name == DEFAULT_GROUP
+        self.include = [re.compile(".*")] if default_group else [re.compile(p) for p in settings.include]
+        self.exclude = [re.compile(p) for p in settings.exclude]
+        partitions, replication = settings.partitions, settings.replication_factor
+        if default is not None:  # a named group: what it leaves unset is the default group's
+            partitions = default.partitions if partitions is None else partitions
+            replication = default.replication if replication is None else replication
+        assert partitions is not None and replication is not None  # the default group's keys have defaults
+        self.partitions: int = partitions
+        self.replication: int = replication
+        self.configs = settings.topic_configs
 
     def matches(self, topic: str) -> bool:
         return any(p.fullmatch(topic) for p in self.include) and not any(p.fullmatch(topic) for p in self.exclude)
@@ -53,19 +50,13 @@ class TopicCreation:
         self.default = default
 
     @classmethod
-    def from_configs(cls, worker_config: Mapping[str, Any], connector_config: Mapping[str, Any]) -> TopicCreation | None:
-        """None when the worker or the connector does not use topic creation."""
-        if str(worker_config.get("topic.creation.enable", "true")).strip().lower() != "true":
+    def from_config(cls, enabled: bool, config: SourceConnectorConfig) -> TopicCreation | None:
+        """None when the worker (``enabled``: its ``topic.creation.enable``) or the connector does not use
+        topic creation."""
+        if not enabled or not config.uses_topic_creation:
             return None
-        default_prefix = f"{PREFIX}default."
-        if (default_prefix + "partitions" not in connector_config
-                and default_prefix + "replication.factor" not in connector_config):
-            return None
-        # unset partitions: 1, the broker's usual num.partitions, which the embedded log can take too
-        default = _Group("default", connector_config, 1, -1)
-        names = [g.strip() for g in str(connector_config.get(f"{PREFIX}groups", "") or "").split(",") if g.strip()]
-        groups = [_Group(n, connector_config, default.partitions, default.replication)
-                  for n in dict.fromkeys(names) if n != "default"]
+        default = _Group(config.topic_creation_group(DEFAULT_GROUP))
+        groups = [_Group(config.topic_creation_group(name), default) for name in config.topic_creation_groups]
         return cls(groups, default)
 
     def group_for(self, topic: str) -> _Group:

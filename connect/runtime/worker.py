@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from connect.api.connector import (
     Connector,
@@ -26,12 +26,17 @@ from connect.api.connector import (
 )
 from connect.api.converter import Converter, HeaderConverter
 from connect.api.errors import ConfigException, ConnectException
-from connect.log.api import LogBackend
+from connect.log.api import LogBackend, NewTopic
 from connect.runtime.clock import SYSTEM_CLOCK, Clock
 from connect.runtime.config_transformer import ConfigTransformer
-from connect.runtime.connector_config import ConnectorConfigValidator
+from connect.runtime.connector_config import (
+    ConnectorConfig,
+    DeadLetterQueueConfig,
+    SinkConnectorConfig,
+    SourceConnectorConfig,
+)
+from connect.runtime.connector_validation import ConnectorConfigValidator
 from connect.runtime.errors import DeadLetterQueueReporter, ErrorHandler, ErrorMetrics
-from connect.runtime.file_paths import FilePathPolicy
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offsets import ConnectorOffsetReader, OffsetStore
@@ -47,6 +52,7 @@ from connect.runtime.worker_task import TaskConverters, WorkerTask
 __all__ = ["Worker"]
 
 log = logging.getLogger(__name__)
+C = TypeVar("C", bound=ConnectorConfig)
 
 
 class _ConnectorContext(SourceConnectorContext, SinkConnectorContext):
@@ -66,12 +72,18 @@ class _ConnectorContext(SourceConnectorContext, SinkConnectorContext):
 
 
 class WorkerConnector:
-    """One running connector instance and its target state."""
+    """One running connector instance and its target state.
 
-    def __init__(self, name: str, connector: Connector, config: Mapping[str, str], context: ConnectorContext) -> None:
+    ``config`` is the connector config as stored (references unresolved); ``parsed`` its framework keys,
+    resolved and parsed once.
+    """
+
+    def __init__(self, name: str, connector: Connector, config: Mapping[str, str], parsed: ConnectorConfig,
+                 context: ConnectorContext) -> None:
         self.name = name
         self.connector = connector
         self.config = dict(config)
+        self.parsed = parsed
         self.context = context
         self.started = False
 
@@ -128,8 +140,11 @@ class Worker:
                 connector = self.plugins.new_instance(config.get("connector.class", ""), ("source", "sink"),
                                                       "connector.class")
                 assert isinstance(connector, Connector)
+                parsed = self._parse_connector_config(
+                    SinkConnectorConfig if isinstance(connector, SinkConnector) else SourceConnectorConfig,
+                    self.config_transformer.transform(config))
                 context = _ConnectorContext(self, name, on_reconfigure)
-                wc = WorkerConnector(name, connector, config, context)
+                wc = WorkerConnector(name, connector, config, parsed, context)
                 self._connectors[name] = wc
                 connector.initialize(context)
                 self._apply_connector_state(wc, target)
@@ -189,16 +204,18 @@ class Worker:
             wc = self._connectors.get(name)
             return wc is not None and wc.started
 
-    def connector_task_configs(self, name: str, max_tasks: int) -> list[dict[str, str]]:
-        """Ask the running connector for task configs; adds ``task.class`` and, for sinks, the topics."""
+    def connector_task_configs(self, name: str) -> list[dict[str, str]]:
+        """Ask the running connector for at most ``tasks.max`` task configs; adds ``task.class`` and, for
+        sinks, the topics."""
         with self._lock:
             wc = self._connectors.get(name)
         if wc is None or not wc.started:
             return []
+        max_tasks = wc.parsed.tasks_max
         configs = wc.connector.task_configs(max_tasks)
         task_class = wc.connector.task_class()
         out = []
-        for cfg in configs[:max_tasks] if self._enforce_max(wc) else configs:
+        for cfg in configs[:max_tasks] if wc.parsed.tasks_max_enforce else configs:
             task_cfg = {str(k): str(v) for k, v in cfg.items()}
             task_cfg["task.class"] = f"{task_class.__module__}.{task_class.__qualname__}"
             if wc.is_sink:
@@ -207,10 +224,6 @@ class Worker:
                         task_cfg[key] = wc.config[key]
             out.append(task_cfg)
         return out
-
-    @staticmethod
-    def _enforce_max(wc: WorkerConnector) -> bool:
-        return str(wc.config.get("tasks.max.enforce", "true")).lower() == "true"
 
     def connector_is_sink(self, name: str) -> bool:
         with self._lock:
@@ -237,92 +250,101 @@ class Worker:
             task.start()
             return True
 
+    def _parse_connector_config(self, config_class: type[C], resolved: Mapping[str, str]) -> C:
+        """A resolved connector config's framework keys, parsed once (ConfigException names a bad key); client
+        overrides the worker's policy refuses fail here too (validation refused them already, but a config
+        stored under a laxer policy may still arrive)."""
+        parsed = config_class(resolved)
+        refused = self.config.client_config_override_policy.refusals(parsed.originals)
+        if refused:
+            key, message = refused[0]
+            raise ConfigException(key, None, message)
+        return parsed
+
     def _build_task(self, task_id: ConnectorTaskId, connector_config: Mapping[str, str],
                     task_config: Mapping[str, str], target: TargetState) -> WorkerTask:
         cc = self.config_transformer.transform(connector_config)
         tc = self.config_transformer.transform(task_config)
         task_class_name = tc.get("task.class", "")
         task = _new_task(self.plugins, self.config, cc, tc)
-        converters = self._converters(cc)
+        parsed = self._parse_connector_config(SourceConnectorConfig if isinstance(task, SourceTask)
+                                              else SinkConnectorConfig, cc)
+        converters = self._converters(parsed)
         chain = build_chain(self.plugins, cc)
         stop_event = threading.Event()
         metrics = ErrorMetrics()
+        dlq = self._dlq(parsed, task_id, metrics)
+        errors = ErrorHandler(parsed, task_id.connector, task_id.task, stop_event, dlq, metrics)
         common = dict(
-            task_id=task_id, worker_id=self.worker_id, connector_config=cc, task_config=tc, converters=converters,
-            chain=chain, status=self.status, target_state=target, worker_config=self.config.originals,
-            clock=self.clock,
+            task_id=task_id, worker_id=self.worker_id, connector_config=parsed, task_config=tc,
+            converters=converters, chain=chain, errors=errors, status=self.status, target_state=target,
+            worker_config=self.config, clock=self.clock,
         )
         if isinstance(task, SourceTask):
-            overrides = _prefixed(cc, "producer.override.")
+            overrides = parsed.client_overrides("producer")
             if type(task).commit_record is SourceTask.commit_record:
                 # nothing waits on each record's ack, only failures need reporting (a Kafka producer then skips
                 # a delivery callback per record; the embedded log ignores the setting)
                 overrides = {"delivery.report.only.error": "true", **overrides}
             producer = self.backend.producer(overrides)
-            dlq = self._dlq(cc, task_id, metrics)
-            errors = ErrorHandler(cc, task_id.connector, task_id.task, stop_event, dlq, metrics)
             return WorkerSourceTask(task=task, producer=producer, admin=self.admin, offset_store=self.offset_store,
                                     offset_reader=ConnectorOffsetReader(self.offset_store, task_id.connector),
-                                    committer=self.source_committer, errors=errors, **common)  # type: ignore[arg-type]
+                                    committer=self.source_committer, **common)  # type: ignore[arg-type]
         if isinstance(task, SinkTask):
-            consumer_config = {"auto.offset.reset": "earliest", "enable.auto.commit": "false"}
-            consumer_config.update(_prefixed(cc, "consumer.override."))
+            consumer_config = {"auto.offset.reset": "earliest", "enable.auto.commit": "false",
+                               **parsed.client_overrides("consumer")}
             consumer = self.backend.consumer(f"connect-{task_id.connector}", consumer_config)
-            dlq = self._dlq(cc, task_id, metrics)
-            errors = ErrorHandler(cc, task_id.connector, task_id.task, stop_event, dlq, metrics)
-            return WorkerSinkTask(task=task, consumer=consumer, errors=errors, **common)  # type: ignore[arg-type]
+            return WorkerSinkTask(task=task, consumer=consumer, **common)  # type: ignore[arg-type]
         if isinstance(task, StreamingSinkTask):
             # reads its topics itself: no consumer; the DLQ is the connector's, as for any sink
-            dlq = self._dlq(cc, task_id, metrics)
-            errors = ErrorHandler(cc, task_id.connector, task_id.task, stop_event, dlq, metrics)
-            return WorkerStreamingTask(task=task, errors=errors, **common)  # type: ignore[arg-type]
+            return WorkerStreamingTask(task=task, **common)  # type: ignore[arg-type]
         raise ConfigException("task.class", task_class_name, "not a SourceTask, SinkTask or StreamingSinkTask")
 
-    def _dlq(self, cc: Mapping[str, str], task_id: ConnectorTaskId, metrics: ErrorMetrics) -> DeadLetterQueueReporter | None:
-        topic = str(cc.get("errors.deadletterqueue.topic.name", "") or "").strip()
+    def _dlq(self, cc: DeadLetterQueueConfig, task_id: ConnectorTaskId,
+             metrics: ErrorMetrics) -> DeadLetterQueueReporter | None:
+        topic = cc.dlq_topic_name
         if not topic:
             return None
-        from connect.log.api import NewTopic
-
-        replication = int(cc.get("errors.deadletterqueue.topic.replication.factor", 3))
+        replication = cc.dlq_replication_factor
         try:
             self.admin.create_topic(NewTopic(topic, 1, replication), exist_ok=True)
         except Exception as exc:  # noqa: BLE001 - a cluster with fewer brokers: fall back to its default
             log.warning("[%s] Could not create DLQ topic %s with replication factor %d (%s); using the default",
                         task_id.connector, topic, replication, exc)
             self.admin.create_topic(NewTopic(topic, 1, -1), exist_ok=True)
-        context_headers = str(cc.get("errors.deadletterqueue.context.headers.enable", "false")).lower() == "true"
-        return DeadLetterQueueReporter(self.backend.producer(_prefixed(cc, "producer.override.")), topic,
-                                       task_id.connector, task_id.task, context_headers, metrics)
+        producer = self.backend.producer(cc.client_overrides("producer"))
+        return DeadLetterQueueReporter(producer, topic, task_id.connector, task_id.task,
+                                       cc.dlq_context_headers_enable, metrics)
 
-    def _converters(self, cc: Mapping[str, str]) -> TaskConverters:
+    def _converters(self, cc: ConnectorConfig) -> TaskConverters:
         key = self._converter(cc, "key.converter", True)
         value = self._converter(cc, "value.converter", False)
         header = self._header_converter(cc)
         return TaskConverters(key, value, header)  # type: ignore[arg-type]
 
-    def _converter_source(self, cc: Mapping[str, str], key: str) -> tuple[str, Mapping[str, Any]]:
-        if cc.get(key):
-            return str(cc[key]), cc
-        return str(self.config.originals.get(key) or ""), self.config.originals
+    def _converter_settings(self, cc: ConnectorConfig, key: str) -> tuple[str, dict[str, Any]]:
+        """The connector's converter class and ``<key>.*`` settings when it names one, else the worker's."""
+        class_name = cc.converter_class(key)
+        if class_name:
+            return class_name, cc.originals_with_prefix(key + ".")
+        return self.config.converter_class(key), self.config.originals_with_prefix(key + ".")
 
-    def _converter(self, cc: Mapping[str, str], key: str, is_key: bool) -> Converter:
-        class_name, source = self._converter_source(cc, key)
+    def _converter(self, cc: ConnectorConfig, key: str, is_key: bool) -> Converter:
+        class_name, settings = self._converter_settings(cc, key)
         conv = self.plugins.new_instance(class_name, "converter", key)
-        conv.configure(_prefixed(source, key + "."), is_key)  # type: ignore[attr-defined]
+        conv.configure(settings, is_key)  # type: ignore[attr-defined]
         return conv  # type: ignore[return-value]
 
-    def _header_converter(self, cc: Mapping[str, str]) -> HeaderConverter:
-        class_name, source = self._converter_source(cc, "header.converter")
-        class_name = class_name or "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+    def _header_converter(self, cc: ConnectorConfig) -> HeaderConverter:
+        class_name, settings = self._converter_settings(cc, "header.converter")
         conv = self.plugins.new_instance(class_name, "header_converter", "header.converter")
-        conv.configure(_prefixed(source, "header.converter."))  # type: ignore[attr-defined]
+        conv.configure(settings)  # type: ignore[attr-defined]
         return conv  # type: ignore[return-value]
 
     def stop_tasks(self, task_ids: list[ConnectorTaskId], timeout: float | None = None) -> None:
         """Signal all, then wait for all (so shutting down N tasks takes one timeout, not N)."""
         if timeout is None:
-            timeout = int(self.config.originals.get("task.shutdown.graceful.timeout.ms", 5000)) / 1000
+            timeout = self.config.task_shutdown_graceful_timeout_ms / 1000
         with self._lock:
             tasks = [(tid, self._tasks.pop(tid)) for tid in task_ids if tid in self._tasks]
             for tid, _ in tasks:
@@ -361,14 +383,10 @@ class Worker:
             self._admin.close()
 
 
-def _prefixed(config: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
-
-
 def _new_task(plugins: PluginRegistry, worker_config: WorkerConfig, connector_config: Mapping[str, str],
               task_config: Mapping[str, str]) -> Task:
     """The registered task class ``task.class`` names, made once the task's file paths pass the worker's policy
     again (validation ran when the config was submitted; a path may have become a symlink since)."""
-    validator = ConnectorConfigValidator(plugins, FilePathPolicy.for_worker(worker_config))
+    validator = ConnectorConfigValidator.for_worker(plugins, worker_config)
     validator.check_task_paths(connector_config, task_config)
     return plugins.new_task(str(task_config.get("task.class", "")))

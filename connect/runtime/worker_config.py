@@ -10,13 +10,21 @@ from connect.api.config import (
     ConfigDef,
     ConfigType,
     Importance,
+    LambdaValidator,
     Range,
     ValidString,
 )
+from connect.runtime.client_config_policy import POLICY_NAMES, ClientConfigOverridePolicy, override_policy
 
 __all__ = ["DistributedConfig", "StandaloneConfig", "WorkerConfig", "worker_config_def"]
 
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+
+
+def _known_policy(name: str, value: object) -> str | None:
+    if value in POLICY_NAMES:
+        return None
+    return "String must be one of: All, None, Principal (or a Kafka Connect policy class name)"
 
 
 def worker_config_def() -> ConfigDef:
@@ -25,6 +33,9 @@ def worker_config_def() -> ConfigDef:
              documentation="Kafka brokers to connect to. Empty: use the embedded log under embedded.log.dir.")
     d.define("embedded.log.dir", ConfigType.STRING, "./headrace-data", importance=Importance.HIGH,
              documentation="Directory of the embedded log, used when bootstrap.servers is empty.")
+    d.define("streaming.state.dir", ConfigType.STRING, "headrace-state", importance=Importance.LOW,
+             documentation="Directory under which each streaming sink connector (a Spark query, say) keeps "
+                           "its state, in a folder named after the connector.")
     d.define("key.converter", ConfigType.CLASS, importance=Importance.HIGH,
              documentation="Converter class for record keys.")
     d.define("value.converter", ConfigType.CLASS, importance=Importance.HIGH,
@@ -78,7 +89,10 @@ def worker_config_def() -> ConfigDef:
              "Whether https listeners ask clients for a certificate.")
     d.define("client.id", ConfigType.STRING, "", importance=Importance.LOW)
     d.define("connector.client.config.override.policy", ConfigType.STRING, "All",
-             ValidString.in_("All", "None", "Principal"), Importance.LOW)
+             LambdaValidator(_known_policy, "All, None or Principal"), Importance.MEDIUM,
+             "Which producer.override.*, consumer.override.* and admin.override.* keys a connector config "
+             "may set: All (any), None (none) or Principal (sasl.jaas.config, sasl.mechanism, "
+             "security.protocol); Kafka Connect's policy class names are accepted too.")
     d.define("consumer.max.poll.records", ConfigType.INT, 500, Range.at_least(1), Importance.LOW,
              "Records a sink task asks for per poll (also settable as consumer.max.poll.records).")
     d.define("exactly.once.source.support", ConfigType.STRING, "disabled",
@@ -87,6 +101,9 @@ def worker_config_def() -> ConfigDef:
 
 
 class WorkerConfig(AbstractConfig):
+    """A worker's settings, parsed once; the runtime reads them only through these accessors (or
+    ``originals_with_prefix`` for the client settings it hands on)."""
+
     DEFINITION = worker_config_def()
 
     def __init__(self, originals: Mapping[str, Any], definition: ConfigDef | None = None) -> None:
@@ -94,7 +111,55 @@ class WorkerConfig(AbstractConfig):
 
     @property
     def uses_kafka(self) -> bool:
-        return bool(self.get_list("bootstrap.servers"))
+        return bool(self.bootstrap_servers)
+
+    @property
+    def bootstrap_servers(self) -> list[str]:
+        return self.get_list("bootstrap.servers")
+
+    @property
+    def embedded_log_dir(self) -> str:
+        return self.get("embedded.log.dir")
+
+    @property
+    def streaming_state_dir(self) -> str:
+        return self.get("streaming.state.dir")
+
+    def converter_class(self, key: str) -> str:
+        """``key.converter``, ``value.converter`` or ``header.converter``."""
+        return str(self.get(key))
+
+    @property
+    def task_shutdown_graceful_timeout_ms(self) -> int:
+        return self.get("task.shutdown.graceful.timeout.ms")
+
+    @property
+    def offset_flush_interval_ms(self) -> int:
+        return self.get("offset.flush.interval.ms")
+
+    @property
+    def offset_flush_timeout_ms(self) -> int:
+        return self.get("offset.flush.timeout.ms")
+
+    @property
+    def plugin_path(self) -> list[str]:
+        return self.get_list("plugin.path")
+
+    @property
+    def topic_creation_enable(self) -> bool:
+        return self.get("topic.creation.enable")
+
+    @property
+    def listeners(self) -> list[str]:
+        return self.get_list("listeners")
+
+    @property
+    def consumer_max_poll_records(self) -> int:
+        return self.get("consumer.max.poll.records")
+
+    @property
+    def client_config_override_policy(self) -> ClientConfigOverridePolicy:
+        return override_policy(self.get("connector.client.config.override.policy"))
 
     def backend_config(self) -> dict[str, Any]:
         """The originals the topic layer needs (client keys and prefixes), with bootstrap normalised."""

@@ -10,10 +10,12 @@ from typing import Any
 
 from connect.api.converter import Converter, HeaderConverter
 from connect.runtime.clock import SYSTEM_CLOCK, Clock
-from connect.runtime.errors import ErrorHandler, TaskStoppingError
+from connect.runtime.connector_config import ConnectorConfig
+from connect.runtime.errors import ErrorHandler, Stage, TaskStoppingError
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
 from connect.runtime.status import StatusStore, TaskStatus, format_trace
 from connect.runtime.transformation_chain import TransformationChain
+from connect.runtime.worker_config import WorkerConfig
 
 __all__ = ["TaskConverters", "WorkerTask"]
 
@@ -26,6 +28,16 @@ class TaskConverters:
         self.value = value
         self.header = header
 
+    def for_stage(self, stage: Stage) -> Converter | HeaderConverter | None:
+        """The converter a converter stage runs; None for the other stages."""
+        if stage is Stage.KEY_CONVERTER:
+            return self.key
+        if stage is Stage.VALUE_CONVERTER:
+            return self.value
+        if stage is Stage.HEADER_CONVERTER:
+            return self.header
+        return None
+
     def close(self) -> None:
         for conv in (self.key, self.value, self.header):
             try:
@@ -35,20 +47,26 @@ class TaskConverters:
 
 
 class WorkerTask(abc.ABC):
-    """Runs one task in its own named thread; follows the connector's target state."""
+    """Runs one task in its own named thread; follows the connector's target state.
+
+    ``connector_config`` and ``worker_config`` are parsed once by the Worker; a task reads its settings
+    only through their typed properties. ``task`` is the plugin's task, set by each kind of WorkerTask.
+    """
+
+    task: Any
 
     def __init__(
         self,
         task_id: ConnectorTaskId,
         worker_id: str,
-        connector_config: Mapping[str, Any],
+        connector_config: ConnectorConfig,
         task_config: Mapping[str, str],
         converters: TaskConverters,
         chain: TransformationChain | None,
         errors: ErrorHandler,
         status: StatusStore,
         target_state: TargetState,
-        worker_config: Mapping[str, Any],
+        worker_config: WorkerConfig,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.id = task_id
@@ -68,8 +86,8 @@ class WorkerTask(abc.ABC):
         self._reported: State | None = None  # the state this thread last reported
         self._last_summary: dict[str, int | float] | None = None
         self._thread = threading.Thread(target=self._run, name=f"task-{task_id}", daemon=True)
-        self.offset_flush_interval = int(worker_config.get("offset.flush.interval.ms", 60000)) / 1000
-        self.offset_flush_timeout = int(worker_config.get("offset.flush.timeout.ms", 5000)) / 1000
+        self.offset_flush_interval = worker_config.offset_flush_interval_ms / 1000
+        self.offset_flush_timeout = worker_config.offset_flush_timeout_ms / 1000
 
     # --- lifecycle, called by the Worker -------------------------------------------------
     def start(self) -> None:
@@ -141,6 +159,21 @@ class WorkerTask(abc.ABC):
         pass
 
     # --- helpers -------------------------------------------------------------------------------
+    def _plugin_class(self, stage: Stage) -> str:
+        """The class a failure at ``stage`` is reported against: the transform that raised, the stage's
+        converter, or the task itself."""
+        if stage is Stage.TRANSFORMATION and self.chain is not None and self.chain.failed_stage is not None:
+            return type(self.chain.failed_stage.transform).__qualname__
+        conv = self.converters.for_stage(stage)
+        return type(conv).__qualname__ if conv is not None else type(self.task).__qualname__
+
+    def _close_dlq_producer(self) -> None:
+        if self.errors.dlq is not None:
+            try:
+                self.errors.dlq.producer.close(self.offset_flush_timeout)
+            except Exception:  # noqa: BLE001 - closing must not mask the task's own outcome
+                log.exception("%s Error closing the dead letter queue producer", self)
+
     def await_unpaused(self) -> bool:
         """Block while paused; False when the task should stop. Called on the task thread between two
         polls/puts, so the PAUSED it reports means no record moves until RUNNING is reported again."""

@@ -33,6 +33,7 @@ from connect.log.api import (
     TopicDescription,
     UnknownTopicError,
 )
+from connect.runtime.connector_config import ConnectorConfig, SinkConnectorConfig, SourceConnectorConfig
 from connect.runtime.errors import ErrorHandler
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
@@ -41,6 +42,7 @@ from connect.runtime.sink_task import WorkerSinkTask
 from connect.runtime.source_task import WorkerSourceTask
 from connect.runtime.status import StatusStore, TaskStatus
 from connect.runtime.streaming_task import WorkerStreamingTask
+from connect.runtime.worker_config import WorkerConfig
 from connect.runtime.worker_task import TaskConverters
 from plugins.converters.string import StringConverter
 from tests.runtime.fake_plugins import (  # noqa: F401 - the tests take plugins and fakes from one module
@@ -382,14 +384,24 @@ def string_converters() -> TaskConverters:
     return TaskConverters(key, value, header)
 
 
+def worker_config(**settings: Any) -> WorkerConfig:
+    """A worker config with String converters and ``settings`` (``_`` in their names for ``.``)."""
+    return WorkerConfig({"key.converter": "StringConverter", "value.converter": "StringConverter",
+                         **{k.replace("_", "."): v for k, v in settings.items()}})
+
+
 def _common(name: str, status: StatusStore, clock: FakeClock, target: TargetState, interval_ms: int,
-            connector_config: Mapping[str, Any] | None) -> dict[str, Any]:
+            connector_config: Mapping[str, Any] | None, config_class: type[ConnectorConfig],
+            **worker_settings: Any) -> dict[str, Any]:
     task_id = ConnectorTaskId(name, 0)
     stop = threading.Event()
-    return dict(task_id=task_id, worker_id="test-worker:0", connector_config=dict(connector_config or {}),
+    parsed = config_class({"name": name, "connector.class": "test", "topics": "lines",
+                           **(connector_config or {})})
+    return dict(task_id=task_id, worker_id="test-worker:0", connector_config=parsed,
                 task_config={"topics": "lines"}, converters=string_converters(), chain=None,
-                errors=ErrorHandler(connector_config or {}, name, 0, stop), status=status, target_state=target,
-                worker_config={"offset.flush.interval.ms": interval_ms}, clock=clock)
+                errors=ErrorHandler(parsed, name, 0, stop), status=status, target_state=target,
+                worker_config=worker_config(offset_flush_interval_ms=interval_ms, **worker_settings),
+                clock=clock)
 
 
 def source_task(task: SourceTask, clock: FakeClock, backend: MemoryBackend | None = None,
@@ -401,21 +413,22 @@ def source_task(task: SourceTask, clock: FakeClock, backend: MemoryBackend | Non
     return WorkerSourceTask(task=task, producer=backend.producer(), admin=None, offset_store=offsets,
                             offset_reader=ConnectorOffsetReader(offsets, "src"),
                             committer=committer or SourceTaskOffsetCommitter(clock),
-                            **_common("src", status or RecordingStatus(), clock, target, interval_ms, None))
+                            **_common("src", status or RecordingStatus(), clock, target, interval_ms, None,
+                                      SourceConnectorConfig))
 
 
 def sink_task(task: SinkTask, clock: FakeClock, backend: MemoryBackend, status: StatusStore | None = None,
               target: TargetState = TargetState.STARTED, interval_ms: int = 1000,
               connector_config: Mapping[str, Any] | None = None) -> WorkerSinkTask:
     return WorkerSinkTask(task=task, consumer=backend.consumer("connect-snk"),
-                          **_common("snk", status or RecordingStatus(), clock, target, interval_ms, connector_config))
+                          **_common("snk", status or RecordingStatus(), clock, target, interval_ms,
+                                    connector_config, SinkConnectorConfig))
 
 
 def streaming_task(task: StreamingSinkTask, clock: FakeClock, status: StatusStore | None = None,
                    target: TargetState = TargetState.STARTED, state_dir: str = "state") -> WorkerStreamingTask:
-    common = _common("stream", status or RecordingStatus(), clock, target, 1000, None)
-    common["worker_config"] = {**common["worker_config"], "streaming.state.dir": state_dir,
-                               "embedded.log.dir": "data"}
+    common = _common("stream", status or RecordingStatus(), clock, target, 1000, None, SinkConnectorConfig,
+                     streaming_state_dir=state_dir, embedded_log_dir="data")
     return WorkerStreamingTask(task=task, **common)
 
 

@@ -19,6 +19,7 @@ from connect.api import (
 )
 from connect.log.api import ConsumerRecord, LogError, Producer, RecordMetadata
 from connect.runtime import errors as errors_module
+from connect.runtime.connector_config import SinkConnectorConfig
 from connect.runtime.errors import (
     DeadLetterQueueReporter,
     ErrantRecordReporterImpl,
@@ -94,7 +95,9 @@ def handler(clock: FakeClock | None = None, dlq: DeadLetterQueueReporter | None 
     if clock is not None:
         stop.wait = clock.wait  # type: ignore[method-assign]
     metrics = dlq.metrics if dlq is not None else ErrorMetrics()
-    return ErrorHandler({k.replace("_", "."): v for k, v in config.items()}, "conn", 2, stop, dlq, metrics)
+    parsed = SinkConnectorConfig({"name": "conn", "connector.class": "FileStreamSink", "topics": "events",
+                                  **{k.replace("_", "."): v for k, v in config.items()}})
+    return ErrorHandler(parsed, "conn", 2, stop, dlq, metrics)
 
 
 def consumed(offset: int = 41) -> ConsumerRecord:
@@ -122,7 +125,7 @@ class Flaky:
 
 # --- configuration ----------------------------------------------------------------------------------------------
 def test_string_configs_are_parsed_like_the_connector_config():
-    h = handler(errors_tolerance="ALL", errors_log_enable="false", errors_log_include_messages="true",
+    h = handler(errors_tolerance="all", errors_log_enable="false", errors_log_include_messages="TRUE",
                 errors_retry_timeout="-1", errors_retry_delay_max_ms="5000")
     assert h.tolerate and not h.log_enabled and h.log_messages
     assert h.retry_timeout_ms == -1 and h.max_delay_ms == 5000

@@ -10,7 +10,7 @@ import pytest
 from connect.api import ConfigDef, ConfigType, FilePath
 from connect.api.config import CompositeValidator, NonEmptyString
 from connect.api.errors import ConfigException
-from connect.runtime.connector_config import ConnectorConfigValidator
+from connect.runtime.connector_validation import ConnectorConfigValidator
 from connect.runtime.file_paths import FilePathPolicy
 from connect.runtime.plugins import PluginRegistry
 from connect.runtime.worker_config import StandaloneConfig

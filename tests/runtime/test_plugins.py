@@ -1,7 +1,7 @@
 import pytest
 
 from connect.api.errors import ConfigException
-from connect.runtime.connector_config import ConnectorConfigValidator
+from connect.runtime.connector_validation import ConnectorConfigValidator
 from connect.runtime.plugins import PluginRegistry
 
 

@@ -29,22 +29,26 @@ SOURCE = {"name": "src", "connector.class": "CountingSourceConnector", "tasks.ma
 TASK = ConnectorTaskId("src", 0)
 
 
-@pytest.fixture
-def worker():  # noqa: ANN201
+def _worker(**settings: str) -> Worker:
     clock = FakeClock()
     config = StandaloneConfig({"key.converter": "org.apache.kafka.connect.storage.StringConverter",
                                "value.converter": "org.apache.kafka.connect.storage.StringConverter",
                                "offset.storage.file.filename": "unused", "offset.flush.interval.ms": "1000",
-                               "task.shutdown.graceful.timeout.ms": "2000"})
-    worker = Worker("test-worker:0", config, registry(), MemoryBackend(clock), MemoryOffsetStore(), RecordingStatus(),
-                    clock=clock, source_committer=SourceTaskOffsetCommitter(clock))
+                               "task.shutdown.graceful.timeout.ms": "2000", **settings})
+    return Worker("test-worker:0", config, registry(), MemoryBackend(clock), MemoryOffsetStore(),
+                  RecordingStatus(), clock=clock, source_committer=SourceTaskOffsetCommitter(clock))
+
+
+@pytest.fixture
+def worker():  # noqa: ANN201
+    worker = _worker()
     yield worker
     worker.stop()
 
 
 def _start(worker: Worker, config: dict[str, str], target: TargetState = TargetState.STARTED) -> list[dict[str, str]]:
     assert worker.start_connector(config["name"], config, target, lambda _name: None)
-    task_configs = worker.connector_task_configs(config["name"], int(config["tasks.max"]))
+    task_configs = worker.connector_task_configs(config["name"])
     for i, task_config in enumerate(task_configs):
         worker.start_task(ConnectorTaskId(config["name"], i), config, task_config, target)
     return task_configs
@@ -99,7 +103,7 @@ def test_a_task_class_that_cannot_be_loaded_fails_the_task_with_the_reason(worke
     assert worker.start_connector("src", SOURCE, TargetState.STARTED, lambda _name: None)
     assert not worker.start_task(TASK, SOURCE, {"task.class": "tests.runtime.fake_plugins.NoSuchTask"}, TargetState.STARTED)
     status = worker.status.task(TASK)
-    assert status.state is State.FAILED and "task class cannot be loaded" in status.trace
+    assert status.state is State.FAILED and "not the task class of any installed connector" in status.trace
     assert worker.task_ids() == []
 
 
@@ -140,3 +144,50 @@ def test_a_sink_is_reported_paused_only_once_its_put_returned_and_then_puts_noth
         worker.status.await_task(task, State.RUNNING)
     finally:
         PUT_GATE.set()
+
+
+def test_tasks_get_the_parsed_connector_and_worker_settings():
+    """The worker handed tasks raw string maps, and each task parsed them again with its own defaults."""
+    worker = _worker(**{"consumer.max.poll.records": "40", "offset.flush.timeout.ms": "750"})
+    try:
+        sink = {"name": "snk", "connector.class": "NullSinkConnector", "tasks.max": "1",
+                "topics": " lines, ,more",
+                "errors.tolerance": "all", "errors.retry.timeout": "-1", "errors.log.enable": "true"}
+        _start(worker, sink)
+        task = worker._tasks[ConnectorTaskId("snk", 0)]
+        assert task.max_records == 40 and task.offset_flush_timeout == 0.75
+        assert task.connector_config.topics == ["lines", "more"]
+        assert task.errors.tolerate and task.errors.retry_timeout_ms == -1 and task.errors.log_enabled
+        _start(worker, {**sink, "name": "snk2", "consumer.override.max.poll.records": "7"})
+        assert worker._tasks[ConnectorTaskId("snk2", 0)].max_records == 7
+    finally:
+        worker.stop()
+
+
+def test_tasks_max_comes_from_the_parsed_connector_config(worker):
+    assert len(_start(worker, {**SOURCE, "tasks.max": "3"})) == 3
+    assert worker.task_ids("src") == [ConnectorTaskId("src", i) for i in range(3)]
+
+
+def test_a_bad_value_in_a_stored_connector_config_fails_the_connector_naming_the_key(worker):
+    assert not worker.start_connector("src", {**SOURCE, "tasks.max.enforce": "perhaps"}, TargetState.STARTED,
+                                      lambda _name: None)
+    status = worker.status.connector("src")
+    assert status.state is State.FAILED
+    assert "tasks.max.enforce" in status.trace and "true or false" in status.trace
+
+
+def test_a_stored_config_with_an_override_the_policy_now_refuses_does_not_run():
+    """A config stored while the policy allowed an override may come back after the policy changed."""
+    worker = _worker(**{"connector.client.config.override.policy": "None"})
+    config = {**SOURCE, "producer.override.acks": "1"}
+    try:
+        assert not worker.start_connector("src", config, TargetState.STARTED, lambda _name: None)
+        assert "The 'None' policy does not allow 'acks'" in worker.status.connector("src").trace
+        task_config = {"lines": "3", "task.class": "tests.runtime.fake_plugins.CountingSourceTask"}
+        assert not worker.start_task(TASK, config, task_config, TargetState.STARTED)
+        status = worker.status.task(TASK)
+        assert status.state is State.FAILED and "producer.override.acks" in status.trace
+        assert worker.task_ids() == []
+    finally:
+        worker.stop()

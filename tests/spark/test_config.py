@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from connect.api import ConnectException
-from connect.runtime.connector_config import ConnectorConfigValidator
+from connect.runtime.connector_validation import ConnectorConfigValidator
 from connect.runtime.plugins import PluginRegistry
 from services.base import free_port
 from spark_sinks.config import java_to_spark_pattern
