@@ -20,12 +20,12 @@ import re
 import threading
 import traceback
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from connect.api.config import Password
 from connect.api.config_provider import ConfigProvider
 from connect.api.errors import ConfigException
 from connect.runtime.plugins import PluginRegistry
+from connect.runtime.worker_config import WorkerConfig
 
 __all__ = ["ConfigTransformer", "SecretRedactingFilter"]
 
@@ -41,20 +41,18 @@ _MIN_REDACTED_LENGTH = 4
 
 
 class ConfigTransformer:
-    def __init__(self, plugins: PluginRegistry, worker_config: Mapping[str, Any]) -> None:
+    def __init__(self, plugins: PluginRegistry, worker_config: WorkerConfig) -> None:
         self.providers: dict[str, ConfigProvider] = {}
         self._resolved: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
         self._lock = threading.Lock()
-        raw = worker_config.get("config.providers", "") or ""
-        declared = raw if isinstance(raw, list | tuple) else str(raw).split(",")
-        for name in dict.fromkeys(str(p).strip() for p in declared if str(p).strip()):
+        for name in dict.fromkeys(p for p in worker_config.config_providers if p):
             prefix = f"config.providers.{name}."
-            class_name = worker_config.get(prefix + "class") or _BUILT_IN.get(name)
+            class_name = worker_config.originals.get(prefix + "class") or _BUILT_IN.get(name)
             if not class_name:
                 raise ConfigException(prefix + "class", None, f"config provider '{name}' has no class")
             provider = plugins.new_instance(str(class_name), "config_provider", prefix + "class")
-            sub = {k[len(prefix + "param."):]: v for k, v in worker_config.items() if k.startswith(prefix + "param.")}
+            sub = worker_config.originals_with_prefix(prefix + "param.")
             try:
                 provider.configure(sub)  # type: ignore[attr-defined]
             except ConfigException as exc:

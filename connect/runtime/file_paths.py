@@ -26,7 +26,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from connect.api.config import ConfigDef, FilePath
+from connect.api.config import ConfigDef, ConfigType, FilePath, parse_type
 from connect.api.errors import ConfigException
 from connect.runtime.config_encryption import default_key_file
 from connect.runtime.worker_config import WorkerConfig
@@ -66,7 +66,8 @@ class FilePathPolicy:
         protected: dict[str, str] = {}
         for key, value in config.originals.items():
             if (key.endswith(_WORKER_FILE_SUFFIXES) or key in _WORKER_FILE_KEYS) and isinstance(value, str):
-                for entry in value.split(",") if key.endswith(".path") else [value]:
+                # a *.path setting may list several folders, as plugin.path does
+                for entry in parse_type(key, value, ConfigType.LIST) if key.endswith(".path") else [value]:
                     if entry.strip():
                         protected[entry.strip()] = f"a location of the worker's own ({key})"
         protected[str(config.get("embedded.log.dir"))] = "the worker's embedded log directory"

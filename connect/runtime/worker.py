@@ -113,7 +113,7 @@ class Worker:
         self.backend = backend
         self.offset_store = offset_store
         self.status = status
-        self.config_transformer = ConfigTransformer(plugins, config.originals)
+        self.config_transformer = ConfigTransformer(plugins, config)
         self._lock = threading.RLock()
         self._connectors: dict[str, WorkerConnector] = {}
         self._tasks: dict[ConnectorTaskId, WorkerTask] = {}

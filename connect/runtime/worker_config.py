@@ -146,6 +146,10 @@ class WorkerConfig(AbstractConfig):
         return self.get_list("plugin.path")
 
     @property
+    def config_providers(self) -> list[str]:
+        return self.get_list("config.providers")
+
+    @property
     def topic_creation_enable(self) -> bool:
         return self.get("topic.creation.enable")
 

@@ -3,6 +3,12 @@ import pytest
 from connect.api.errors import ConfigException
 from connect.runtime.config_transformer import ConfigTransformer
 from connect.runtime.plugins import PluginRegistry
+from connect.runtime.worker_config import WorkerConfig
+
+
+def worker(settings: dict[str, str]) -> WorkerConfig:
+    return WorkerConfig({"key.converter": "StringConverter", "value.converter": "StringConverter",
+                         **settings})
 
 
 @pytest.fixture(scope="module")
@@ -14,7 +20,7 @@ def test_file_and_env_references(tmp_path, monkeypatch, plugins):
     secrets = tmp_path / "secrets.properties"
     secrets.write_text("db.password=s3cr3t\n")
     monkeypatch.setenv("HEADRACE_TEST_USER", "alice")
-    transformer = ConfigTransformer(plugins, {"config.providers": "file,env"})
+    transformer = ConfigTransformer(plugins, worker({"config.providers": "file,env"}))
     out = transformer.transform({
         "password": f"${{file:{secrets}:db.password}}",
         "user": "${env:HEADRACE_TEST_USER}",
@@ -27,7 +33,7 @@ def test_file_and_env_references(tmp_path, monkeypatch, plugins):
 def test_missing_key_names_config_key(tmp_path, plugins):
     secrets = tmp_path / "s.properties"
     secrets.write_text("a=1\n")
-    transformer = ConfigTransformer(plugins, {"config.providers": "file"})
+    transformer = ConfigTransformer(plugins, worker({"config.providers": "file"}))
     with pytest.raises(ConfigException) as err:
         transformer.transform({"conn.password": f"${{file:{secrets}:b}}"})
     assert "conn.password" in str(err.value) and "'b'" in str(err.value)
@@ -38,8 +44,8 @@ def test_no_provider_unless_the_worker_names_it(tmp_path, monkeypatch, plugins):
     secrets.write_text("pw=s3cr3t\n")
     monkeypatch.setenv("HEADRACE_TEST_SECRET", "from-env")
     config = {"a": f"${{file:{secrets}:pw}}", "b": "${env:HEADRACE_TEST_SECRET}", "c": f"${{directory:{tmp_path}:x}}"}
-    assert ConfigTransformer(plugins, {}).transform(config) == config
-    only_env = ConfigTransformer(plugins, {"config.providers": "env"}).transform(config)
+    assert ConfigTransformer(plugins, worker({})).transform(config) == config
+    only_env = ConfigTransformer(plugins, worker({"config.providers": "env"})).transform(config)
     assert only_env == {**config, "b": "from-env"}
 
 
@@ -51,11 +57,11 @@ def test_allowed_paths_confine_the_file_and_directory_providers(tmp_path, plugin
     outside = tmp_path / "outside.properties"
     outside.write_text("pw=stolen\n")
     (allowed / "link.properties").symlink_to(outside)
-    transformer = ConfigTransformer(plugins, {
+    transformer = ConfigTransformer(plugins, worker({
         "config.providers": "file,directory",
         "config.providers.file.param.allowed.paths": str(allowed),
         "config.providers.directory.param.allowed.paths": str(allowed),
-    })
+    }))
     assert transformer.transform({"a": f"${{file:{allowed}/ok.properties:pw}}"}) == {"a": "fine"}
     assert transformer.transform({"a": f"${{directory:{allowed}:token}}"}) == {"a": "tok-123"}
     for reference in (f"${{file:{outside}:pw}}", f"${{file:{allowed}/../outside.properties:pw}}",
@@ -70,14 +76,15 @@ def test_allowed_paths_confine_the_file_and_directory_providers(tmp_path, plugin
 
 def test_relative_allowed_paths_are_refused(plugins):
     with pytest.raises(ConfigException) as err:
-        ConfigTransformer(plugins, {"config.providers": "file", "config.providers.file.param.allowed.paths": "rel"})
+        ConfigTransformer(plugins, worker({"config.providers": "file",
+                                           "config.providers.file.param.allowed.paths": "rel"}))
     assert "absolute" in str(err.value)
 
 
 def test_task_configs_get_their_references_back_and_values_are_redacted(tmp_path, plugins):
     secrets = tmp_path / "s.properties"
     secrets.write_text("pw=s3cr3t-value\n")
-    transformer = ConfigTransformer(plugins, {"config.providers": "file"})
+    transformer = ConfigTransformer(plugins, worker({"config.providers": "file"}))
     raw = {"connection.password": f"${{file:{secrets}:pw}}", "topic": "t"}
     resolved = transformer.transform(raw)
     tasks = [{"connection.password": resolved["connection.password"], "copied": resolved["connection.password"],
@@ -96,7 +103,7 @@ def test_log_records_lose_resolved_values(tmp_path, plugins):
 
     secrets = tmp_path / "s.properties"
     secrets.write_text("pw=s3cr3t-value\n")
-    transformer = ConfigTransformer(plugins, {"config.providers": "file"})
+    transformer = ConfigTransformer(plugins, worker({"config.providers": "file"}))
     transformer.transform({"p": f"${{file:{secrets}:pw}}"})
     try:
         raise ValueError("bad password s3cr3t-value")
@@ -116,7 +123,7 @@ def test_status_traces_and_topic_names_lose_resolved_values(tmp_path, plugins):
 
     secrets = tmp_path / "s.properties"
     secrets.write_text("topic=secret-topic-name\n")
-    transformer = ConfigTransformer(plugins, {"config.providers": "file"})
+    transformer = ConfigTransformer(plugins, worker({"config.providers": "file"}))
     transformer.transform({"topic": f"${{file:{secrets}:topic}}"})
     status = StatusStore()
     status.redact = transformer.redact
