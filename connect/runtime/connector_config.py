@@ -32,6 +32,7 @@ from connect.api.config import (
     Width,
     parse_type,
 )
+from connect.api.setting import Setting
 
 __all__ = ["ConnectorConfig", "DeadLetterQueueConfig", "SinkConnectorConfig", "SourceConnectorConfig",
            "TopicCreationGroup", "base_connector_def", "config_class_for", "listed", "sink_connector_def",
@@ -202,6 +203,15 @@ class ConnectorConfig(AbstractConfig):
 
     DEFINITION: ClassVar[ConfigDef] = base_connector_def()
 
+    name = Setting[str]("name")
+    connector_class = Setting[str]("connector.class")
+    tasks_max = Setting[int]("tasks.max")
+    tasks_max_enforce = Setting[bool]("tasks.max.enforce")
+    errors_retry_timeout_ms = Setting[int]("errors.retry.timeout")
+    errors_retry_delay_max_ms = Setting[int]("errors.retry.delay.max.ms")
+    errors_log_enable = Setting[bool]("errors.log.enable")
+    errors_log_include_messages = Setting[bool]("errors.log.include.messages")
+
     def __init__(self, props: Mapping[str, Any]) -> None:
         super().__init__(self.definition_for(props), props)
 
@@ -209,22 +219,6 @@ class ConnectorConfig(AbstractConfig):
     def definition_for(cls, props: Mapping[str, Any]) -> ConfigDef:
         """The keys a config of this kind is parsed and validated with (shared: copy it before adding keys)."""
         return cls.DEFINITION
-
-    @property
-    def name(self) -> str:
-        return self.get("name")
-
-    @property
-    def connector_class(self) -> str:
-        return self.get("connector.class")
-
-    @property
-    def tasks_max(self) -> int:
-        return self.get("tasks.max")
-
-    @property
-    def tasks_max_enforce(self) -> bool:
-        return self.get("tasks.max.enforce")
 
     def converter_class(self, key: str) -> str | None:
         """The connector's ``key.converter``, ``value.converter`` or ``header.converter``; None: the worker's."""
@@ -241,64 +235,34 @@ class ConnectorConfig(AbstractConfig):
         return _items(self.get("predicates"))
 
     @property
-    def errors_retry_timeout_ms(self) -> int:
-        return self.get("errors.retry.timeout")
-
-    @property
-    def errors_retry_delay_max_ms(self) -> int:
-        return self.get("errors.retry.delay.max.ms")
-
-    @property
     def errors_tolerance_all(self) -> bool:
         """``errors.tolerance=all``: failed records are skipped instead of failing the task."""
         return self.get("errors.tolerance") == "all"
 
-    @property
-    def errors_log_enable(self) -> bool:
-        return self.get("errors.log.enable")
-
-    @property
-    def errors_log_include_messages(self) -> bool:
-        return self.get("errors.log.include.messages")
-
     def client_overrides(self, client: str) -> dict[str, Any]:
-        """The connector's settings for its ``producer``, ``consumer`` or ``admin`` client (``<client>.override.*``)."""
+        """The connector's settings for its ``producer``, ``consumer`` or ``admin`` client
+        (``<client>.override.*``)."""
         return self.originals_with_prefix(f"{client}.override.")
 
 
 class DeadLetterQueueConfig(ConnectorConfig):
     """The ``errors.deadletterqueue.*`` keys sinks have (and sources, as a Headrace extension)."""
 
-    @property
-    def dlq_topic_name(self) -> str:
-        """Empty: no dead-letter queue."""
-        return self.get("errors.deadletterqueue.topic.name")
-
-    @property
-    def dlq_replication_factor(self) -> int:
-        return self.get("errors.deadletterqueue.topic.replication.factor")
-
-    @property
-    def dlq_context_headers_enable(self) -> bool:
-        return self.get("errors.deadletterqueue.context.headers.enable")
+    dlq_topic_name = Setting[str]("errors.deadletterqueue.topic.name")  # empty: no dead-letter queue
+    dlq_replication_factor = Setting[int]("errors.deadletterqueue.topic.replication.factor")
+    dlq_context_headers_enable = Setting[bool]("errors.deadletterqueue.context.headers.enable")
 
 
 class SinkConnectorConfig(DeadLetterQueueConfig):
     DEFINITION: ClassVar[ConfigDef] = sink_connector_def()
 
+    topics_regex = Setting[str]("topics.regex")  # empty when the connector lists its topics instead
+    # None: the worker's consumer.max.poll.records
+    max_poll_records = Setting[int | None](MAX_POLL_RECORDS_OVERRIDE)
+
     @property
     def topics(self) -> list[str]:
         return _items(self.get("topics"))
-
-    @property
-    def topics_regex(self) -> str:
-        """Empty when the connector lists its topics instead."""
-        return self.get("topics.regex")
-
-    @property
-    def max_poll_records(self) -> int | None:
-        """``consumer.override.max.poll.records``; None: the worker's ``consumer.max.poll.records``."""
-        return self.get(MAX_POLL_RECORDS_OVERRIDE)
 
 
 @attrs.frozen
@@ -315,6 +279,10 @@ class TopicCreationGroup:
 
 class SourceConnectorConfig(DeadLetterQueueConfig):
     DEFINITION: ClassVar[ConfigDef] = source_connector_def()
+
+    exactly_once_support = Setting[str]("exactly.once.support")
+    transaction_boundary = Setting[str]("transaction.boundary")
+    offsets_storage_topic = Setting[str | None]("offsets.storage.topic")
 
     @classmethod
     def definition_for(cls, props: Mapping[str, Any]) -> ConfigDef:
@@ -351,17 +319,6 @@ class SourceConnectorConfig(DeadLetterQueueConfig):
             {k: str(v) for k, v in self.originals_with_prefix(prefix).items() if k not in own},
         )
 
-    @property
-    def exactly_once_support(self) -> str:
-        return self.get("exactly.once.support")
-
-    @property
-    def transaction_boundary(self) -> str:
-        return self.get("transaction.boundary")
-
-    @property
-    def offsets_storage_topic(self) -> str | None:
-        return self.get("offsets.storage.topic")
 
 
 def _groups(names: list[str]) -> list[str]:

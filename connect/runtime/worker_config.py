@@ -14,6 +14,7 @@ from connect.api.config import (
     Range,
     ValidString,
 )
+from connect.api.setting import Setting
 from connect.runtime.client_config_policy import POLICY_NAMES, ClientConfigOverridePolicy, override_policy
 
 __all__ = ["DistributedConfig", "StandaloneConfig", "WorkerConfig", "worker_config_def"]
@@ -101,10 +102,22 @@ def worker_config_def() -> ConfigDef:
 
 
 class WorkerConfig(AbstractConfig):
-    """A worker's settings, parsed once; the runtime reads them only through these accessors (or
+    """A worker's settings, parsed once; the runtime reads them only through these typed attributes (or
     ``originals_with_prefix`` for the client settings it hands on)."""
 
     DEFINITION = worker_config_def()
+
+    bootstrap_servers = Setting[list[str]]("bootstrap.servers")
+    embedded_log_dir = Setting[str]("embedded.log.dir")
+    streaming_state_dir = Setting[str]("streaming.state.dir")
+    task_shutdown_graceful_timeout_ms = Setting[int]("task.shutdown.graceful.timeout.ms")
+    offset_flush_interval_ms = Setting[int]("offset.flush.interval.ms")
+    offset_flush_timeout_ms = Setting[int]("offset.flush.timeout.ms")
+    plugin_path = Setting[list[str]]("plugin.path")
+    config_providers = Setting[list[str]]("config.providers")
+    topic_creation_enable = Setting[bool]("topic.creation.enable")
+    listeners = Setting[list[str]]("listeners")
+    consumer_max_poll_records = Setting[int]("consumer.max.poll.records")
 
     def __init__(self, originals: Mapping[str, Any], definition: ConfigDef | None = None) -> None:
         super().__init__(definition or self.DEFINITION, originals)
@@ -113,53 +126,9 @@ class WorkerConfig(AbstractConfig):
     def uses_kafka(self) -> bool:
         return bool(self.bootstrap_servers)
 
-    @property
-    def bootstrap_servers(self) -> list[str]:
-        return self.get_list("bootstrap.servers")
-
-    @property
-    def embedded_log_dir(self) -> str:
-        return self.get("embedded.log.dir")
-
-    @property
-    def streaming_state_dir(self) -> str:
-        return self.get("streaming.state.dir")
-
     def converter_class(self, key: str) -> str:
         """``key.converter``, ``value.converter`` or ``header.converter``."""
         return str(self.get(key))
-
-    @property
-    def task_shutdown_graceful_timeout_ms(self) -> int:
-        return self.get("task.shutdown.graceful.timeout.ms")
-
-    @property
-    def offset_flush_interval_ms(self) -> int:
-        return self.get("offset.flush.interval.ms")
-
-    @property
-    def offset_flush_timeout_ms(self) -> int:
-        return self.get("offset.flush.timeout.ms")
-
-    @property
-    def plugin_path(self) -> list[str]:
-        return self.get_list("plugin.path")
-
-    @property
-    def config_providers(self) -> list[str]:
-        return self.get_list("config.providers")
-
-    @property
-    def topic_creation_enable(self) -> bool:
-        return self.get("topic.creation.enable")
-
-    @property
-    def listeners(self) -> list[str]:
-        return self.get_list("listeners")
-
-    @property
-    def consumer_max_poll_records(self) -> int:
-        return self.get("consumer.max.poll.records")
 
     @property
     def client_config_override_policy(self) -> ClientConfigOverridePolicy:
@@ -168,8 +137,8 @@ class WorkerConfig(AbstractConfig):
     def backend_config(self) -> dict[str, Any]:
         """The originals the topic layer needs (client keys and prefixes), with bootstrap normalised."""
         out = dict(self.originals)
-        out["bootstrap.servers"] = ",".join(self.get_list("bootstrap.servers"))
-        out["embedded.log.dir"] = self.get("embedded.log.dir")
+        out["bootstrap.servers"] = ",".join(self.bootstrap_servers)
+        out["embedded.log.dir"] = self.embedded_log_dir
         return out
 
 
