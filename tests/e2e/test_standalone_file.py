@@ -258,7 +258,7 @@ def test_torn_segment_tail_is_recovered_by_the_cli_tools(tmp_path):
     with open(segment, "r+b") as fh:
         fh.truncate(size - 37)  # cut the last batch in the middle
     res = run_cli(["headrace", "console-consumer", "-c", str(cfg), "--topic", "torn", "--from-beginning",
-                   "--timeout-ms", "1500"])
+                   "--timeout-ms", "5000"])
     assert res.returncode == 0, res.stderr
     values = res.stdout.decode().splitlines()
     assert values == [f"batch{p}-{i}" for p in range(2) for i in range(100)]
@@ -266,7 +266,7 @@ def test_torn_segment_tail_is_recovered_by_the_cli_tools(tmp_path):
     res = run_cli(["headrace", "console-producer", "-c", str(cfg), "--topic", "torn"], input=b"after\n")
     assert res.returncode == 0, res.stderr
     res = run_cli(["headrace", "console-consumer", "-c", str(cfg), "--topic", "torn", "--from-beginning",
-                   "--timeout-ms", "1500", "--property", "print.offset=true", "--property", "key.separator=|"])
+                   "--timeout-ms", "5000", "--property", "print.offset=true", "--property", "key.separator=|"])
     assert res.stdout.decode().splitlines()[-1] == "0:200|after"
 
 

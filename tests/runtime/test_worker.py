@@ -99,7 +99,7 @@ def test_a_task_class_that_cannot_be_loaded_fails_the_task_with_the_reason(worke
     assert worker.start_connector("src", SOURCE, TargetState.STARTED, lambda _name: None)
     assert not worker.start_task(TASK, SOURCE, {"task.class": "tests.runtime.fake_plugins.NoSuchTask"}, TargetState.STARTED)
     status = worker.status.task(TASK)
-    assert status.state is State.FAILED and "task class cannot be loaded" in status.trace
+    assert status.state is State.FAILED and "not the task class of any installed connector" in status.trace
     assert worker.task_ids() == []
 
 
