@@ -125,9 +125,11 @@ def search_def() -> ConfigDef:
     d.define("batch.size", ConfigType.INT, 2000, Range.between(1, 1000000), Importance.MEDIUM,
              "Actions per bulk request.", CONNECTOR_GROUP, 6)
     d.define("max.retries", ConfigType.INT, 5, Range.at_least(0), Importance.LOW,
-             "Retries of a bulk request or of its throttled actions before the batch fails.", CONNECTOR_GROUP, 7)
+             "Retries of a bulk request (by the client) and of its throttled documents (by the bulk helper) "
+             "before the batch fails.", CONNECTOR_GROUP, 7)
     d.define("retry.backoff.ms", ConfigType.LONG, 100, Range.at_least(0), Importance.LOW,
-             "First backoff before a retry, ms; doubled each time, with jitter.", CONNECTOR_GROUP, 8)
+             "First backoff before a throttled document is sent again, ms; doubled each time (at most 30 s).",
+             CONNECTOR_GROUP, 8)
     d.define("engine", ConfigType.STRING, "auto", CaseInsensitiveValidString.in_(*ENGINES), Importance.LOW,
              "auto (from the cluster's root response), elasticsearch or opensearch.", CONNECTOR_GROUP, 9)
     d.define("key.ignore", ConfigType.BOOLEAN, False, importance=Importance.HIGH, group=DATA_GROUP,

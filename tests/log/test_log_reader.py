@@ -47,11 +47,18 @@ def topics(settings: dict[str, str]) -> Iterator[tuple[str, str]]:
     yield main, other
 
 
+@pytest.fixture
+def reader(settings: dict[str, str]) -> Iterator[LogReader]:
+    """A reader opened as a process without a worker opens one."""
+    opened = open_log_reader(settings)
+    yield opened
+    opened.close()
+
+
 def _read_all(reader: LogReader, topic: str, partition: int, start: int, end: int, max_bytes: int) -> list[Any]:
-    records, offset, reads = [], start, 0
+    records, offset = [], start
     while offset < end:
         got = reader.read(topic, partition, offset, end, max_bytes)
-        reads += 1
         for batch in got.batches:
             records.extend(batch.records())
         if not got.batches:
@@ -60,43 +67,35 @@ def _read_all(reader: LogReader, topic: str, partition: int, start: int, end: in
     return records
 
 
-def test_partition_offsets_by_name_and_pattern(settings: dict[str, str], topics: tuple[str, str]) -> None:
+def test_partition_offsets_by_name_and_pattern(reader: LogReader, topics: tuple[str, str]) -> None:
     main, other = topics
-    reader = open_log_reader(settings)
-    try:
-        assert reader.partition_offsets([main, "no-such-topic"]) == {
-            TopicPartition(main, 0): (0, 300), TopicPartition(main, 1): (0, 10)}
-        suffix = main.split("-")[1]
-        assert reader.partition_offsets(pattern=f".*-{suffix}") == {
-            TopicPartition(main, 0): (0, 300), TopicPartition(main, 1): (0, 10), TopicPartition(other, 0): (0, 5)}
-        assert reader.partition_offsets([other], pattern="no-match-.*") == {TopicPartition(other, 0): (0, 5)}
-    finally:
-        reader.close()
+    assert reader.partition_offsets([main, "no-such-topic"]) == {
+        TopicPartition(main, 0): (0, 300), TopicPartition(main, 1): (0, 10)}
+    suffix = main.split("-")[1]
+    assert reader.partition_offsets(pattern=f".*-{suffix}") == {
+        TopicPartition(main, 0): (0, 300), TopicPartition(main, 1): (0, 10), TopicPartition(other, 0): (0, 5)}
+    assert reader.partition_offsets([other], pattern="no-match-.*") == {TopicPartition(other, 0): (0, 5)}
 
 
-def test_bounded_reads_in_pieces_and_past_the_log_end(settings: dict[str, str], topics: tuple[str, str]) -> None:
+def test_bounded_reads_in_pieces_and_past_the_log_end(reader: LogReader, topics: tuple[str, str]) -> None:
     main, _ = topics
-    reader = open_log_reader(settings)
-    try:
-        # a range inside one partition, read in small pieces: exactly its records, in order, with their columns
-        records = _read_all(reader, main, 0, 50, 220, max_bytes=500)
-        assert [r.offset for r in records] == list(range(50, 220))
-        assert records[0].key == b"k50" and records[0].value == b"v50" and records[0].headers == (("n", b"50"),)
-        assert records[-1].value == b"v219"
-        # one read returns no record at or beyond the end it was given
-        got = reader.read(main, 0, 295, 298)
-        assert [o for b in got.batches for o in b.offsets] == [295, 296, 297] and got.next_offset == 298
+    # a range inside one partition, read in small pieces: exactly its records, in order, with their columns
+    records = _read_all(reader, main, 0, 50, 220, max_bytes=500)
+    assert [r.offset for r in records] == list(range(50, 220))
+    assert records[0].key == b"k50" and records[0].value == b"v50" and records[0].headers == (("n", b"50"),)
+    assert records[-1].value == b"v219"
+    # one read returns no record at or beyond the end it was given
+    got = reader.read(main, 0, 295, 298)
+    assert [o for b in got.batches for o in b.offsets] == [295, 296, 297] and got.next_offset == 298
 
-        # a range beyond what the log holds: what there is, then nothing, and where the log ends
-        records = _read_all(reader, main, 1, 5, 20, max_bytes=1 << 20)
-        assert [r.value for r in records] == [f"w{i}".encode() for i in range(5, 10)]
-        end = reader.read(main, 1, 10, 20)
-        assert end.batches == [] and end.next_offset == 10
+    # a range beyond what the log holds: what there is, then nothing, and where the log ends
+    records = _read_all(reader, main, 1, 5, 20, max_bytes=1 << 20)
+    assert [r.value for r in records] == [f"w{i}".encode() for i in range(5, 10)]
+    end = reader.read(main, 1, 10, 20)
+    assert end.batches == [] and end.next_offset == 10
 
-        with pytest.raises(UnknownTopicError):
-            reader.read(main, 7, 0, 10)
-    finally:
-        reader.close()
+    with pytest.raises(UnknownTopicError):
+        reader.read(main, 7, 0, 10)
 
 
 def test_a_backend_gives_a_reader_of_its_log(settings: dict[str, str], topics: tuple[str, str]) -> None:
