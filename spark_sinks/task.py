@@ -151,8 +151,7 @@ class SparkSinkTask(StreamingSinkTask):
                 from spark_sinks.logsource import initial_offsets
 
                 topics, regex = topics_of(self.props)
-                starting = json.dumps(initial_offsets(settings["embedded.log.dir"], starting, topics, regex),
-                                      sort_keys=True)
+                starting = json.dumps(initial_offsets(settings, starting, topics, regex), sort_keys=True)
                 self._write_checkpoint_file(INITIAL_OFFSETS_FILE, starting)
         else:
             known_start = self._checkpoint_last_offsets(spark) or ""
@@ -329,7 +328,7 @@ class SparkSinkTask(StreamingSinkTask):
 
             topics, regex = topics_of(self.props)
             with contextlib.suppress(Exception):
-                latest = end_offsets(settings["embedded.log.dir"], topics, regex)
+                latest = end_offsets(settings, topics, regex)
         if not latest or end is None:
             return None
         return sum(max(0, int(o) - int(end.get(t, {}).get(p, 0))) for t, parts in latest.items()
