@@ -48,8 +48,9 @@ def topics(settings: dict[str, str]) -> Iterator[tuple[str, str]]:
 
 
 @pytest.fixture
-def reader(settings: dict[str, str]) -> Iterator[LogReader]:
-    """A reader opened as a process without a worker opens one."""
+def reader(settings: dict[str, str], topics: tuple[str, str]) -> Iterator[LogReader]:
+    """A reader opened as a process without a worker opens one, once the log exists (a read-only open
+    of the embedded log refuses a directory that holds no log)."""
     opened = open_log_reader(settings)
     yield opened
     opened.close()
