@@ -28,19 +28,14 @@ from connect.api import (
     Timestamp,
     Type,
 )
-from plugins.transforms._common import (
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
-    KeyOrValueTransformation,
-    SchemaCache,
-    copy_schema_basics,
     define_replace_null_with_default,
-    field_value,
-    key_value_variants,
     parse_config,
-    require_map,
-    require_struct,
-    type_name,
 )
+from plugins.transforms._requirements import require_map, require_struct, type_name
+from plugins.transforms._schemas import SchemaCache, copy_schema_basics, field_value
 
 __all__ = ["Cast"]
 
@@ -299,14 +294,13 @@ class Cast(KeyOrValueTransformation[ConnectRecord]):
     Use ``Cast.Key`` for the record key or ``Cast.Value`` for the value.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._casts: dict[str, Type] = {}
         self._whole_value: Type | None = None
         self._replace_null_with_default = True
         self._plans = SchemaCache()
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)

@@ -18,18 +18,14 @@ from connect.api import (
     SchemaBuilder,
     Struct,
 )
-from plugins.transforms._common import (
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
-    KeyOrValueTransformation,
-    SchemaCache,
-    copy_fields,
-    copy_schema_basics,
     define_replace_null_with_default,
-    key_value_variants,
     parse_config,
-    require_map,
-    require_struct,
 )
+from plugins.transforms._requirements import require_map, require_struct
+from plugins.transforms._schemas import SchemaCache, copy_fields, copy_schema_basics
 
 __all__ = ["ReplaceField"]
 
@@ -110,6 +106,8 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
     Use ``ReplaceField.Key`` for the record key or ``ReplaceField.Value`` for the value.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._exclude: frozenset[str] = frozenset()
         self._include: frozenset[str] = frozenset()
@@ -117,9 +115,6 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         self._exclude_only = True
         self._replace_null_with_default = True
         self._plans = SchemaCache()
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, _translate_deprecated(configs))
