@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import threading
 import time
@@ -453,15 +452,10 @@ def test_producer_rides_out_a_broker_crash(
 
 # -- interoperability with an independent client ------------------------------------------------
 
-kcat = shutil.which("kcat")
-
-
 @pytest.mark.kafka
-@pytest.mark.skipif(kcat is None, reason="kcat is not installed (apt-get install -y kcat)")
 def test_kcat_interop(
-    kafka: KafkaService, backend: KafkaBackend, admin: KafkaAdmin, unique_topic: Callable[..., str]
+    kcat: str, kafka: KafkaService, backend: KafkaBackend, admin: KafkaAdmin, unique_topic: Callable[..., str]
 ) -> None:
-    assert kcat is not None
     to_us, from_us = unique_topic("kcat-in"), unique_topic("kcat-out")
     admin.create_topic(NewTopic(to_us, partitions=1))
     admin.create_topic(NewTopic(from_us, partitions=1))

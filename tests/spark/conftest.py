@@ -1,4 +1,7 @@
-"""Fixtures of the Spark sink tests (helpers are in support.py)."""
+"""Fixtures of the Spark sink tests (helpers are in support.py).
+
+Every test here is marked ``spark`` by tests/conftest.py, which also stops the run when PySpark is missing.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-pytest.importorskip("pyspark")
 
 
 @pytest.fixture(scope="session")
