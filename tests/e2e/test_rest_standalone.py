@@ -85,6 +85,10 @@ def _status(c: httpx.Client, name: str) -> dict:
     return r.json()
 
 
+def _offsets(c: httpx.Client, name: str) -> list[dict]:
+    return [o["offset"] for o in c.get(f"/connectors/{name}/offsets").json()["offsets"]]
+
+
 def _wait_state(c: httpx.Client, name: str, state: str, tasks: int | None = None) -> dict:
     def check():
         s = _status(c, name)
@@ -193,7 +197,9 @@ def test_restart_keeps_rest_created_connectors_state_and_offsets(tmp_path):
         assert c.post("/connectors", json={"name": "paused-src", "initial_state": "PAUSED", "config": {
             "connector.class": "FileStreamSource", "file": str(src_file), "topic": "t2"}}).status_code == 201
         _wait_state(c, "paused-src", "PAUSED")
-        time.sleep(1.5)  # one offset flush interval
+        size = src_file.stat().st_size
+        wait_until(lambda: _offsets(c, "src") == [{"position": size}] and _offsets(c, "snk") == [{"kafka_offset": 200}],
+                   30, what="the offsets of all 200 lines committed")
     w.stop()
     w.start()  # same worker config, same log directory
     try:
@@ -203,8 +209,8 @@ def test_restart_keeps_rest_created_connectors_state_and_offsets(tmp_path):
             _wait_state(c, "src", "RUNNING")
             with open(src_file, "a") as fh:
                 fh.write("y0\n")
-            wait_until(lambda: line_count(sink_file) >= 201, 30)
-            time.sleep(2)
+            # y0 comes after anything re-read, on either side: once it is written, a duplicate would show
+            wait_until(lambda: sink_file.read_text().endswith("y0\n"), 30, what="y0 in the sink file")
             # offsets survived: nothing was re-read
             assert sink_file.read_text().splitlines() == [f"x{i}" for i in range(200)] + ["y0"]
     finally:

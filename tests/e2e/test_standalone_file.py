@@ -109,8 +109,17 @@ def test_kill_9_mid_stream_loses_nothing_and_bounds_duplicates(tmp_path):
         thread.join()
     worker = connect_standalone(tmp_path, worker_cfg, src, snk)
     try:
-        wait_until(lambda: line_count(tmp_path / "test.sink.txt") >= total, 120, what="all lines after restart")
-        time.sleep(1.0)
+        # done when the source has committed the whole file (it appends nothing more) and the sink has
+        # written every record of the topic, replays included
+        backend = open_log_backend({"embedded.log.dir": str(tmp_path / "data")})
+        admin = backend.admin()
+        try:
+            wait_until(lambda: _committed_source_lines(tmp_path, source_file) == total
+                       and line_count(tmp_path / "test.sink.txt") >= admin.describe_topic("connect-test").offsets[0][1],
+                       120, interval=0.2, what="every line read and every record written after restart")
+        finally:
+            admin.close()
+            backend.close()
     finally:
         assert worker.terminate() == 0, worker.log()
     lines = (tmp_path / "test.sink.txt").read_text().splitlines()
