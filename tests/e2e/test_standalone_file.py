@@ -11,6 +11,7 @@ import pytest
 
 from connect.api.topic_partition import TopicPartition
 from connect.log import open_log_backend
+from connect.log.api import NewTopic
 from tests.support import (
     connect_standalone,
     line_count,
@@ -135,10 +136,15 @@ def test_kill_9_mid_stream_loses_nothing_and_bounds_duplicates(tmp_path):
 
 def test_torn_segment_tail_is_recovered_by_the_cli_tools(tmp_path):
     cfg = worker_properties(tmp_path)
+    # three batches of 100 written by the log's own producer (the CLI tools are what is tested below)
+    backend = open_log_backend({"embedded.log.dir": str(tmp_path / "data")})
+    backend.admin().create_topic(NewTopic("torn", 1))
+    producer = backend.producer()
     for part in range(3):
-        data = "".join(f"batch{part}-{i}\n" for i in range(100)).encode()
-        res = run_cli(["headrace", "console-producer", "-c", str(cfg), "--topic", "torn"], input=data)
-        assert res.returncode == 0, res.stderr
+        producer.send_batch("torn", 0, [f"batch{part}-{i}".encode() for i in range(100)])
+        assert producer.flush(30) == 0
+    producer.close()
+    backend.close()
     segment = sorted((tmp_path / "data" / "torn-0").glob("*.log"))[-1]
     size = segment.stat().st_size
     with open(segment, "r+b") as fh:
