@@ -113,6 +113,8 @@ class Worker:
     """A connect-standalone process with REST on a free port, started with connector files."""
 
     def __init__(self, tmp: Path, *connectors: Path, **extra: object) -> None:
+        # frequent commits: the tests wait for what the sinks committed
+        extra.setdefault("offset_flush_interval_ms", 250)
         self.port = free_port()
         self.proc = connect_standalone(tmp, worker_properties(tmp, self.port, **extra), *connectors)
         wait_until(lambda: rest_ready(self.port) or not self.proc.alive(), 60, what="REST /health")
@@ -311,7 +313,7 @@ def test_retriable_failures_that_clear_lose_nothing_and_count_as_retries(tmp_pat
         "name": "flaky-transform", "connector.class": "RecordingSinkConnector", "topics": "events",
         "out": tmp_path / "flaky-transform.jsonl",
         "transforms": "Flaky", "transforms.Flaky.type": "FlakyTransform", "transforms.Flaky.failures": 3,
-        "errors.retry.timeout": 30_000, "errors.retry.delay.max.ms": 1_000,
+        "errors.retry.timeout": 30_000, "errors.retry.delay.max.ms": 100,
     })
     flaky_put = write_properties(tmp_path / "flaky-put.properties", {
         "name": "flaky-put", "connector.class": "RecordingSinkConnector", "topics": "events",
