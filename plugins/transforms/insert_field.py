@@ -131,11 +131,6 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
         if value is None:
             return record
         if self._operating_schema(record) is None:
-            if self._static_only and type(value) is dict:
-                # the common case (a static field on a map) without a further call per record
-                updated = dict(value)
-                updated[self._static.name] = self._static_value  # type: ignore[union-attr]
-                return self._new_record(record, None, updated)
             return self._apply_schemaless(record, value)
         return self._apply_with_schema(record, value)
 
@@ -143,6 +138,9 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
         if not isinstance(value, dict):
             require_map(value, _PURPOSE)
         updated = dict(value)
+        if self._static_only:
+            updated[self._static.name] = self._static_value  # type: ignore[union-attr]
+            return self._new_record(record, None, updated)
         if self._topic is not None:
             updated[self._topic.name] = record.topic
         if self._partition is not None and record.kafka_partition is not None:
