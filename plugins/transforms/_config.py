@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from connect.api import (
     AbstractConfig,
     CaseInsensitiveValidString,
     ConfigDef,
+    ConfigException,
     ConfigType,
     Importance,
     LambdaValidator,
@@ -22,6 +23,7 @@ __all__ = [
     "define_field_syntax_version",
     "define_replace_null_with_default",
     "non_empty_list",
+    "parsed_by",
     "parse_config",
     "regex_validator",
 ]
@@ -41,6 +43,19 @@ def _check_non_empty_list(name: str, value: Any) -> str | None:
 
 def non_empty_list() -> LambdaValidator:
     return LambdaValidator(_check_non_empty_list, "non-empty list")
+
+
+def parsed_by(parse: Callable[[list[str]], Any], description: str) -> LambdaValidator:
+    """A validator of a LIST value that ``parse`` accepts; its ConfigException's reason is the message."""
+
+    def check(name: str, value: Any) -> str | None:
+        try:
+            parse(value or [])
+        except ConfigException as exc:
+            return exc.reason
+        return None
+
+    return LambdaValidator(check, description)
 
 
 def regex_validator() -> LambdaValidator:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from connect.api import Field, Schema, SchemaBuilder, Struct, Type
@@ -71,6 +72,14 @@ class SchemaCache:
 
     def get(self, schema: Schema) -> Any:
         return self._entries.get(schema)
+
+    def get_or_make(self, schema: Schema, make: Callable[[Schema], Any]) -> Any:
+        """What is cached for ``schema``, made by ``make(schema)`` and kept on a miss."""
+        derived = self._entries.get(schema)
+        if derived is None:
+            derived = make(schema)
+            self.put(schema, derived)
+        return derived
 
     def put(self, schema: Schema, derived: Any) -> None:
         if len(self._entries) >= self._size:

@@ -20,7 +20,6 @@ from connect.api import (
     Date,
     Field,
     Importance,
-    LambdaValidator,
     Schema,
     SchemaBuilder,
     Struct,
@@ -33,6 +32,7 @@ from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     define_replace_null_with_default,
     parse_config,
+    parsed_by,
 )
 from plugins.transforms._requirements import require_map, require_struct, type_name
 from plugins.transforms._schemas import SchemaCache, copy_schema_basics, field_value
@@ -97,18 +97,11 @@ def _output_type(name: str, mappings: list[str]) -> Type:
     return target
 
 
-def _check_spec(name: str, value: Any) -> str | None:
-    try:
-        _parse_spec(value or [])
-    except ConfigException as exc:
-        return exc.reason
-    return None
-
 
 CONFIG_DEF = ConfigDef().define(
     SPEC,
     ConfigType.LIST,
-    validator=LambdaValidator(_check_spec, "list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>"),
+    validator=parsed_by(_parse_spec, "list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>"),
     importance=Importance.HIGH,
     documentation="List of fields and the type to cast them to of the form field1:type,field2:type to cast "
     "fields of Maps or Structs. A single type to cast the entire value. Valid types are int8, int16, int32, "
@@ -315,10 +308,7 @@ class Cast(KeyOrValueTransformation[ConnectRecord]):
         schema = self._operating_schema(record)
         if schema is None:
             return self._apply_schemaless(record, value)
-        plan = self._plans.get(schema)
-        if plan is None:
-            plan = self._plan(schema)
-            self._plans.put(schema, plan)
+        plan = self._plans.get_or_make(schema, self._plan)
         if self._whole_value is not None:
             return self._new_record(record, plan.schema, cast_value(schema, value, self._whole_value))
         struct = require_struct(value, _PURPOSE)

@@ -81,10 +81,7 @@ class Flatten(KeyOrValueTransformation[ConnectRecord]):
             self._flatten_map(require_map(value, _PURPOSE), "", flat)
             return self._new_record(record, None, flat)
         struct = require_struct(value, _PURPOSE)
-        plan = self._plans.get(struct.schema)
-        if plan is None:
-            plan = self._plan(struct.schema)
-            self._plans.put(struct.schema, plan)
+        plan = self._plans.get_or_make(struct.schema, self._plan)
         flat_struct = Struct(plan.schema)
         for copy in plan.copies:
             current: Struct | None = struct

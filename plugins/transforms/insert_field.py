@@ -155,10 +155,7 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
 
     def _apply_with_schema(self, record: ConnectRecord, value: Any) -> ConnectRecord:
         struct = require_struct(value, _PURPOSE)
-        plan = self._plans.get(struct.schema)
-        if plan is None:
-            plan = self._plan(struct.schema)
-            self._plans.put(struct.schema, plan)
+        plan = self._plans.get_or_make(struct.schema, self._plan)
         updated = Struct(plan.schema)
         copy_fields(struct, updated, plan.copies, self._replace_null_with_default)
         if plan.topic is not None:

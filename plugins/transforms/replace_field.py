@@ -13,7 +13,6 @@ from connect.api import (
     ConnectRecord,
     Field,
     Importance,
-    LambdaValidator,
     Schema,
     SchemaBuilder,
     Struct,
@@ -23,6 +22,7 @@ from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     define_replace_null_with_default,
     parse_config,
+    parsed_by,
 )
 from plugins.transforms._requirements import require_map, require_struct
 from plugins.transforms._schemas import SchemaCache, copy_fields, copy_schema_basics
@@ -54,13 +54,6 @@ def _parse_renames(mappings: list[str]) -> dict[str, str]:
     return renames
 
 
-def _check_renames(name: str, value: Any) -> str | None:
-    try:
-        _parse_renames(value or [])
-    except ConfigException as exc:
-        return exc.reason
-    return None
-
 
 CONFIG_DEF = (
     ConfigDef()
@@ -73,7 +66,7 @@ CONFIG_DEF = (
     .define(DEPRECATED_INCLUDE, ConfigType.LIST, None, importance=Importance.LOW,
             documentation=f"Deprecated. Use {INCLUDE} instead.")
     .define(RENAMES, ConfigType.LIST, [],
-            LambdaValidator(_check_renames, "list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>"),
+            parsed_by(_parse_renames, "list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>"),
             Importance.MEDIUM, "Field rename mappings.")
 )
 define_replace_null_with_default(CONFIG_DEF)
@@ -143,10 +136,7 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
                 return self._new_record(record, None, updated)
             return self._new_record(record, None, self._replace_in_map(value))
         struct = require_struct(value, _PURPOSE)
-        plan = self._plans.get(struct.schema)
-        if plan is None:
-            plan = self._plan(struct.schema)
-            self._plans.put(struct.schema, plan)
+        plan = self._plans.get_or_make(struct.schema, self._plan)
         updated = Struct(plan.schema)
         copy_fields(struct, updated, plan.copies, self._replace_null_with_default)
         return self._new_record(record, plan.schema, updated)

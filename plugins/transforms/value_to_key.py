@@ -73,10 +73,7 @@ class ValueToKey(BuiltinTransformation[ConnectRecord]):
                 key = {name: value.get(name) for name in self._fields}
             return record.new_record(key_schema=None, key=key)
         struct = require_struct(record.value, _PURPOSE)
-        plan = self._plans.get(struct.schema)
-        if plan is None:
-            plan = self._plan(struct.schema)
-            self._plans.put(struct.schema, plan)
+        plan = self._plans.get_or_make(struct.schema, self._plan)
         key_struct = Struct(plan.schema)
         copy_fields(struct, key_struct, plan.copies, self._replace_null_with_default)
         return record.new_record(key_schema=plan.schema, key=key_struct)
