@@ -5,12 +5,18 @@ Every test here is marked ``spark`` by tests/conftest.py, which also stops the r
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+# the modules here import PySpark (through spark_sinks) when they are collected: say what is missing
+# before any of them fails on it
+if importlib.util.find_spec("pyspark") is None:
+    raise pytest.UsageError("tests/spark needs PySpark: pip install -e '.[test]' (scripts/install.sh)")
 
 
 @pytest.fixture(scope="session")
