@@ -8,7 +8,6 @@ the side of the record is chosen once, by ``key_value_variants``.
 from __future__ import annotations
 
 import abc
-from operator import attrgetter
 from typing import Any, ClassVar, TypeVar
 
 from connect.api import ConfigDef, ConnectHeaders, ConnectRecord, Schema, Transformation
@@ -49,35 +48,39 @@ class KeyOrValueTransformation(BuiltinTransformation[_R]):
     @abc.abstractmethod
     def _operating_value(self, record: _R) -> Any: ...
 
-    @abc.abstractmethod
+    _on_key: ClassVar[bool]  # set by the side: whether the key (else the value) is transformed
+
     def _new_record(
         self, record: _R, schema: Schema | None, value: Any, headers: ConnectHeaders | None = None
-    ) -> _R: ...
-
-
-# The side's fields are read by attrgetter (C calls, no Python frame): every record goes through them.
+    ) -> _R:
+        """A copy of ``record`` with this side (and the headers, when given) replaced."""
+        if self._on_key:
+            changed = record.new_record(key_schema=schema, key=value) if headers is None else \
+                record.new_record(key_schema=schema, key=value, headers=headers)
+        else:
+            changed = record.new_record(value_schema=schema, value=value) if headers is None else \
+                record.new_record(value_schema=schema, value=value, headers=headers)
+        return changed  # type: ignore[return-value]
 
 
 class _KeySide:
-    _operating_schema = staticmethod(attrgetter("key_schema"))
-    _operating_value = staticmethod(attrgetter("key"))
+    _on_key = True
 
-    def _new_record(self, record: ConnectRecord, schema: Schema | None, value: Any,
-                    headers: ConnectHeaders | None = None) -> ConnectRecord:
-        if headers is None:
-            return record.new_record(key_schema=schema, key=value)
-        return record.new_record(key_schema=schema, key=value, headers=headers)
+    def _operating_schema(self, record: ConnectRecord) -> Schema | None:
+        return record.key_schema
+
+    def _operating_value(self, record: ConnectRecord) -> Any:
+        return record.key
 
 
 class _ValueSide:
-    _operating_schema = staticmethod(attrgetter("value_schema"))
-    _operating_value = staticmethod(attrgetter("value"))
+    _on_key = False
 
-    def _new_record(self, record: ConnectRecord, schema: Schema | None, value: Any,
-                    headers: ConnectHeaders | None = None) -> ConnectRecord:
-        if headers is None:
-            return record.new_record(value_schema=schema, value=value)
-        return record.new_record(value_schema=schema, value=value, headers=headers)
+    def _operating_value(self, record: ConnectRecord) -> Any:
+        return record.value
+
+    def _operating_schema(self, record: ConnectRecord) -> Schema | None:
+        return record.value_schema
 
 
 def key_value_variants(base: _T) -> _T:
