@@ -31,7 +31,7 @@ def test_spark_submit_runs_the_connector_job_from_kafka_to_hdfs_as_avro(tmp_path
 
     jars = extra_jars()
     if not any("spark-sql-kafka" in j for j in jars):
-        pytest.skip("Spark's Kafka jars are not fetched (python -m services fetch spark-kafka)")
+        pytest.fail("Spark's Kafka jars are not fetched: python -m services fetch spark-kafka", pytrace=False)
     topic, root = f"events-{uuid.uuid4().hex[:8]}", f"/submit-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
     admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
