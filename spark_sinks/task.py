@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect.api import AbstractConfig, ConfigDef, ConnectException, StreamingSinkTask
+from connect.api.version import distribution_version
 from spark_sinks.config import (
     CHECKPOINT_LOCATION,
     MAX_OFFSETS_PER_TRIGGER,
@@ -31,7 +32,7 @@ __all__ = ["SparkSinkTask", "VERSION"]
 
 log = logging.getLogger(__name__)
 
-VERSION = "0.1.0"
+VERSION = distribution_version(__name__)
 _POLL_SECONDS = 0.5
 # kept in the checkpoint folder by the task: the offsets a query on the embedded log started from
 INITIAL_OFFSETS_FILE = "headrace-starting-offsets.json"

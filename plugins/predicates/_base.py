@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from connect.api import ConfigDef, ConnectRecord, Predicate
+from connect.api.version import distribution_version
 
 __all__ = ["VERSION", "BuiltinPredicate"]
 
-VERSION = "0.1.0"
+VERSION = distribution_version(__name__)
 
 
 class BuiltinPredicate(Predicate[ConnectRecord]):

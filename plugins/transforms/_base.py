@@ -11,10 +11,11 @@ import abc
 from typing import Any, ClassVar, TypeVar
 
 from connect.api import ConfigDef, ConnectHeaders, ConnectRecord, Schema, Transformation
+from connect.api.version import distribution_version
 
 __all__ = ["VERSION", "BuiltinTransformation", "KeyOrValueTransformation", "key_value_variants"]
 
-VERSION = "0.1.0"
+VERSION = distribution_version(__name__)
 
 _R = TypeVar("_R", bound=ConnectRecord)
 _T = TypeVar("_T", bound=type)
