@@ -15,6 +15,7 @@ from typing import Any
 
 from connect.api import ConfigData, ConfigException, ConfigProvider
 from connect.api.config import ConfigDef
+from connect.api.version import distribution_version
 
 __all__ = ["DirectoryConfigProvider", "EnvVarConfigProvider", "FileConfigProvider"]
 
@@ -66,7 +67,7 @@ class FileConfigProvider(ConfigProvider):
         return ConfigDef()
 
     def version(self) -> str:
-        return "0.1.0"
+        return distribution_version(__name__)
 
 
 class EnvVarConfigProvider(ConfigProvider):
@@ -85,7 +86,7 @@ class EnvVarConfigProvider(ConfigProvider):
         return ConfigData({k: v for k, v in env.items() if keys is None or k in keys})
 
     def version(self) -> str:
-        return "0.1.0"
+        return distribution_version(__name__)
 
 
 class DirectoryConfigProvider(ConfigProvider):
@@ -113,4 +114,4 @@ class DirectoryConfigProvider(ConfigProvider):
         return ConfigData(data)
 
     def version(self) -> str:
-        return "0.1.0"
+        return distribution_version(__name__)

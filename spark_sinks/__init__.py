@@ -11,15 +11,16 @@ worker.properties]``, or ``spark-submit spark_sinks/__main__.py ...`` on a
 Spark cluster.
 
 Dependencies: ``connect.api`` only, except ``spark_sinks.logsource``, the
-embedded-log data source, which imports ``connect.log``: it runs in Spark's
-Python workers, away from any Headrace worker, and must read the log files
-directly (it also holds the dead-letter writer that a ``spark-submit`` run
-uses for the embedded log). Nothing here imports PySpark until a query
-starts, so the connectors validate and list without it.
+log data source, which imports ``connect.log``'s public read interface
+(``open_log_reader``): it runs in Spark's Python workers, away from any
+Headrace worker, and reads the log as a client of its own. Nothing here
+imports PySpark until a query starts, so the connectors validate and list
+without it. ``__main__`` (the standalone runner) runs a job with the
+runtime's Worker.
 
 Modules: ``config`` (keys every Spark sink shares), ``session`` (the shared
 Spark session and its extra jars), ``source`` (topics as a streaming
-DataFrame), ``logsource`` (the embedded-log data source), ``task`` (the
+DataFrame), ``logsource`` (the ``headrace-log`` data source), ``task`` (the
 query's life cycle and progress), ``hdfs`` and ``search`` (the sinks),
 ``__main__`` (the standalone runner).
 """

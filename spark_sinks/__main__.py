@@ -5,225 +5,188 @@ The same file works with ``spark-submit spark_sinks/__main__.py connector.proper
 spark-submit's ``--master`` (and ``--jars`` for Kafka or Avro) then decide
 where it runs, unless the connector sets ``spark.master`` itself.
 
-The worker file, if given, says where the topics are (``bootstrap.servers``
-for Kafka, else ``embedded.log.dir``, default ``./headrace-data``) and where
-connector state goes (``streaming.state.dir``, default ``./headrace-state``).
-Ctrl-C or SIGTERM stops the query cleanly; its checkpoint lets a later run,
-or the same connector under a worker, resume where it stopped.
+The job is the runtime's own: the worker file (if given) is read as a
+worker's, the connector config is validated as ``connect-standalone`` does,
+and the runtime's Worker runs the connector and its one task, so the
+connector's class aliases, config providers, dead-letter queue, log client
+settings (``bootstrap.servers`` with ``security.*``/``sasl.*``/``ssl.*``, also
+``consumer.``-prefixed, else ``embedded.log.dir``), state folder
+(``streaming.state.dir``) and progress lines are those of a worker. Only the
+REST server, the config topic and the offset store are left out: a sink job
+keeps no source offsets. Ctrl-C or SIGTERM stops the query cleanly; its
+checkpoint lets a later run, or the same connector under a worker, resume
+where it stopped.
+
+Exit status: 0 once stopped, 1 for a config that cannot run, 2 when the job
+failed.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
-import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 if __package__ in (None, ""):  # run as a script (spark-submit): make the package importable, not its modules
     _here = str(Path(__file__).resolve().parent)
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from connect.api import (  # noqa: E402 - after the path fix above
-    ConnectException,
-    DeadLetterQueue,
-    SinkConnector,
-    StreamingSinkTask,
-    StreamingSinkTaskContext,
-)
+# after the path fix above
+from connect.api.connector import SinkConnector  # noqa: E402
+from connect.api.errors import ConfigException, ConnectException  # noqa: E402
+from connect.log import open_log_backend  # noqa: E402
+from connect.log.api import LogError  # noqa: E402
+from connect.logging_setup import configure_logging  # noqa: E402
+from connect.runtime.connector_validation import ConnectorConfigValidator  # noqa: E402
+from connect.runtime.herder import ConnectorTaskId, State, TargetState  # noqa: E402
+from connect.runtime.offsets import OffsetStore  # noqa: E402
+from connect.runtime.plugins import PluginRegistry  # noqa: E402
+from connect.runtime.properties import load_config_file  # noqa: E402
+from connect.runtime.status import StatusStore, TaskStatus  # noqa: E402
+from connect.runtime.worker import Worker  # noqa: E402
+from connect.runtime.worker_config import WorkerConfig  # noqa: E402
 
 log = logging.getLogger("spark_sinks")
 
-ALIASES = {
-    "HdfsSparkSink": "spark_sinks.hdfs.HdfsSparkSink",
-    "ElasticsearchSparkSink": "spark_sinks.search.ElasticsearchSparkSink",
+EXIT_CONFIG = 1
+EXIT_FAILED = 2
+# A streaming task converts nothing, but the worker config names converters: these pass bytes through.
+_WORKER_DEFAULTS = {
+    "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+    "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+    "listeners": "",
 }
-ERROR_HEADER_PREFIX = "__connect.errors."
-PROGRESS_LOG_INTERVAL = 10.0
+# Spark takes a while to stop a query (spark.sql.streaming.stopTimeout is 60 s in spark_sinks.session)
+_STOP_TIMEOUT_S = 90.0
 
 
-def load_properties(path: str) -> dict[str, str]:
-    from jproperties import Properties
+class JobError(Exception):
+    """A job that cannot start or that failed: one line for the user, with its exit status."""
 
-    props = Properties()
-    with open(path, "rb") as fh:
-        props.load(fh, "utf-8")
-    return {k: v.data for k, v in props.items()}
-
-
-def connector_class(name: str) -> type[SinkConnector]:
-    target = ALIASES.get(name, name)
-    module, _, attr = target.rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ConnectException(f"connector.class {name}: not a Spark sink connector ({exc})") from exc
-    if not (isinstance(cls, type) and issubclass(cls, SinkConnector)):
-        raise ConnectException(f"connector.class {name}: not a sink connector")
-    return cls
+    def __init__(self, message: str, exit_status: int) -> None:
+        super().__init__(message)
+        self.exit_status = exit_status
 
 
-def log_settings(worker: Mapping[str, str]) -> dict[str, str]:
-    servers = str(worker.get("bootstrap.servers") or "").strip()
-    if servers:
-        out = {"bootstrap.servers": servers}
-        out.update({k: v for k, v in worker.items() if k.startswith(("security.", "sasl.", "ssl.")) and v})
-        return out
-    return {"embedded.log.dir": os.path.abspath(worker.get("embedded.log.dir") or "./headrace-data")}
+class _NoSourceOffsets(OffsetStore):
+    """The offset store of a job that runs one sink: there are no source offsets to keep."""
+
+    def start(self) -> None:
+        pass
+
+    def _persist(self, changes: Mapping[str, str | None]) -> None:
+        if changes:
+            raise ConnectException("a Spark sink job keeps no source offsets")
 
 
-class _DeadLetterQueue(DeadLetterQueue):
-    """The connector's dead-letter topic, written straight to Kafka or to the embedded log."""
+class SinkJob:
+    """One sink connector and its task, run by the runtime's Worker in this process."""
 
-    def __init__(self, topic: str, settings: Mapping[str, str], connector: str, context_headers: bool) -> None:
-        self.topic = topic
-        self.connector = connector
-        self.context_headers = context_headers
-        self._errors: list[str] = []
-        if settings.get("bootstrap.servers"):
-            from confluent_kafka import Producer
+    def __init__(self, connector_path: str, worker_path: str | None = None) -> None:
+        self.props = load_config_file(connector_path)  # its errors name the file
+        worker_props = load_config_file(worker_path) if worker_path else {}
+        try:
+            self.worker_config = WorkerConfig({**_WORKER_DEFAULTS, **worker_props})
+        except ConfigException as exc:
+            raise JobError(f"{worker_path}: {exc}", EXIT_CONFIG) from exc
+        self.name = self.props.get("name") or Path(connector_path).stem
+        self.props["name"] = self.name
+        self.plugins = PluginRegistry(self.worker_config.get_list("plugin.path"))
+        self._check(connector_path)
+        self.ended = threading.Event()
+        self.failure: str | None = None
+        self._task_ran = False
+        self.worker: Worker | None = None
+        self.backend = None
 
-            self._kafka: Any = Producer({**settings, "acks": "all"})
-            self._log: Any = None
-        else:
-            from spark_sinks.logsource import LogDeadLetterWriter
+    def _check(self, path: str) -> None:
+        result = ConnectorConfigValidator.for_worker(self.plugins, self.worker_config).validate(self.props)
+        problems = list(dict.fromkeys(f"{key}: {err}" if key not in err else err for key, err in result.errors))
+        if not problems and result.connector_class is not None:
+            if not issubclass(result.connector_class, SinkConnector):
+                problems.append(f"connector.class: {result.connector_class.__qualname__} is not a sink connector")
+        if problems:
+            raise JobError(f"{path}: " + f"\nERROR {path}: ".join(problems), EXIT_CONFIG)
 
-            self._kafka = None
-            self._log = LogDeadLetterWriter(settings["embedded.log.dir"])
+    def start(self) -> None:
+        """Open the log, start the connector and its task; JobError if either cannot start."""
+        self.backend = open_log_backend(self.worker_config.backend_config())
+        status = StatusStore()
+        status.listeners.append(self._on_status)
+        worker_id = f"{socket.gethostname()}:spark-submit-{os.getpid()}"
+        self.worker = Worker(worker_id, self.worker_config, self.plugins, self.backend, _NoSourceOffsets(),
+                             status)
+        if not self.worker.start_connector(self.name, self.props, TargetState.STARTED, lambda _name: None):
+            raise JobError(f"Connector {self.name} failed to start: {self.failure}", EXIT_CONFIG)
+        configs = self.worker.connector_task_configs(self.name, max_tasks=1)
+        if not configs:
+            raise JobError(f"Connector {self.name} gave no task config", EXIT_CONFIG)
+        self.task_id = ConnectorTaskId(self.name, 0)
+        if not self.worker.start_task(self.task_id, self.props, configs[0], TargetState.STARTED):
+            raise JobError(f"The task of connector {self.name} failed to start: {self.failure}", EXIT_CONFIG)
 
-    def report(self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None,
-               headers: Sequence[tuple[str, bytes | None]], error: BaseException | str) -> None:
-        hdrs = list(headers)
-        if self.context_headers:
-            err = error if isinstance(error, BaseException) else ConnectException(str(error))
-            items = [("topic", topic), ("partition", str(partition)), ("offset", str(offset)),
-                     ("connector.name", self.connector), ("task.id", "0"), ("stage", "TASK_PUT"),
-                     ("class.name", "spark_sinks"),
-                     ("exception.class.name", f"{type(err).__module__}.{type(err).__qualname__}"),
-                     ("exception.message", str(err)),
-                     ("exception.stacktrace", "".join(traceback.format_exception(err)))]
-            hdrs += [(ERROR_HEADER_PREFIX + k, v.encode("utf-8")) for k, v in items]
-        if self._kafka is not None:
-            def on_delivery(err: Any, _msg: Any) -> None:
-                if err is not None:
-                    self._errors.append(str(err))
+    def _on_status(self, connector: str, task: ConnectorTaskId | None, status: TaskStatus | None) -> None:
+        """Follows what the Worker reports: a failure (its trace's last line) or the task thread's end."""
+        if status is None:
+            return
+        if status.state is State.FAILED:
+            lines = (status.trace or "").strip().splitlines()
+            self.failure = lines[-1] if lines else "failed"
+            self.ended.set()
+        elif task is not None and status.state in (State.RUNNING, State.PAUSED):
+            self._task_ran = True
+        elif task is not None and status.state is State.UNASSIGNED and self._task_ran:
+            self.ended.set()  # the task's run() returned by itself
 
-            self._kafka.produce(self.topic, value, key, headers=hdrs, on_delivery=on_delivery)
-            self._kafka.poll(0)
-        else:
-            self._log.send(self.topic, key, value, hdrs)
-
-    def flush(self, timeout: float | None = None) -> None:
-        if self._kafka is not None:
-            remaining = self._kafka.flush(timeout if timeout is not None else -1)
-            errors, self._errors = self._errors, []
-            if remaining:
-                errors.append(f"{remaining} record(s) unacknowledged")
-        else:
-            errors = self._log.flush(timeout)
-        if errors:
-            raise ConnectException(f"Could not write to the dead letter queue topic {self.topic}: {errors[0]}")
-
-
-class _Context(StreamingSinkTaskContext):
-    def __init__(self, config: Mapping[str, str], worker: Mapping[str, str]) -> None:
-        self._config = dict(config)
-        self._settings = log_settings(worker)
-        name = self._config.get("name", "spark-sink")
-        root = os.path.abspath(worker.get("streaming.state.dir") or "headrace-state")
-        self._state = os.path.join(root, name)
-        topic = (self._config.get("errors.deadletterqueue.topic.name") or "").strip()
-        headers = (self._config.get("errors.deadletterqueue.context.headers.enable") or "").lower() == "true"
-        self._dlq = _DeadLetterQueue(topic, self._settings, name, headers) if topic else None
-
-    def configs(self) -> Mapping[str, str]:
-        return self._config
-
-    def log_settings(self) -> Mapping[str, str]:
-        return self._settings
-
-    def state_dir(self) -> str:
-        os.makedirs(self._state, exist_ok=True)
-        return self._state
-
-    def dead_letter_queue(self) -> DeadLetterQueue | None:
-        return self._dlq
-
-
-def validate(connector: SinkConnector, props: Mapping[str, str]) -> list[str]:
-    errors = [f"{name}: {err}" for name, cv in connector.validate(dict(props)).items() for err in cv.errors]
-    topics = [t for t in (props.get("topics") or "").split(",") if t.strip()]
-    regex = (props.get("topics.regex") or "").strip()
-    if bool(topics) == bool(regex):
-        errors.append("topics/topics.regex: set exactly one of them")
-    return errors
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop_tasks(self.worker.task_ids(), _STOP_TIMEOUT_S)
+            for name in self.worker.connector_names():
+                self.worker.stop_connector(name)
+        if self.backend is not None:
+            self.backend.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark_sinks", description=__doc__.splitlines()[0])
-    parser.add_argument("connector", help="the connector's .properties file")
+    parser.add_argument("connector", help="the connector's .properties (or .json) file")
     parser.add_argument("--worker", help="a worker .properties file: where the topics are, where state goes")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
-    try:
-        props = load_properties(args.connector)
-        worker = load_properties(args.worker) if args.worker else {}
-        connector = connector_class(props.get("connector.class", ""))()
-        errors = validate(connector, props)
-        if errors:
-            print(f"ERROR {args.connector}: " + "; ".join(errors), file=sys.stderr)
-            return 1
-        connector.start(props)
-        configs = connector.task_configs(1)
-        task_config = {**configs[0], **{k: props[k] for k in ("topics", "topics.regex", "name") if props.get(k)}}
-        task = connector.task_class()()
-        if not isinstance(task, StreamingSinkTask):
-            raise ConnectException(f"{type(connector).__name__} does not run a streaming sink task")
-        task.initialize(_Context(task_config, worker))
-        task.start(task_config)
-    except (ConnectException, OSError) as exc:
-        print(f"ERROR {exc}", file=sys.stderr)
-        return 1
+    configure_logging()
+    stop = threading.Event()
+    job: SinkJob | None = None
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("Stopping (signal %d)", signum)
-        task.stop()
+        stop.set()
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    stopped = threading.Event()
-
-    def report() -> None:  # the worker's periodic progress line, for jobs without a worker
-        last = None
-        while not stopped.wait(PROGRESS_LOG_INTERVAL):
-            progress = dict(task.progress())
-            if progress != last:
-                last = progress
-                log.info("Progress of %s: %s", task_config.get("name"), ", ".join(f"{k}={v}" for k, v in
-                                                                                progress.items()))
-
-    threading.Thread(target=report, name="progress", daemon=True).start()
     try:
-        task.run()
-    except Exception as exc:  # noqa: BLE001 - the job failed: one line, then the trace in the log
-        log.error("The job failed: %s", exc, exc_info=exc)
-        print(f"ERROR {exc}", file=sys.stderr)
-        return 2
+        job = SinkJob(args.connector, args.worker)
+        job.start()
+        while not (stop.is_set() or job.ended.is_set()):
+            job.ended.wait(0.5)  # short: the signal handler runs on this thread between waits
+        if job.failure is not None:
+            raise JobError(f"The job failed: {job.failure}", EXIT_FAILED)
+    except JobError as exc:
+        print(f"ERROR {exc}", file=sys.stderr, flush=True)
+        return exc.exit_status
+    except (ConfigException, ConnectException, LogError, OSError) as exc:
+        print(f"ERROR {exc}", file=sys.stderr, flush=True)
+        return EXIT_CONFIG
     finally:
-        stopped.set()
-        connector.stop()
-        dlq = task.context.dead_letter_queue()
-        if dlq is not None:
-            dlq.flush(10.0)
-    log.info("Stopped; final progress: %s", dict(task.progress()))
+        if job is not None:
+            job.stop()
+    log.info("Stopped")
     return 0
 
 

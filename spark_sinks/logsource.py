@@ -1,39 +1,43 @@
-"""``headrace-log``: a PySpark streaming data source that reads topics of the embedded log directly.
+"""``headrace-log``: a PySpark streaming data source that reads topics of a Headrace log directly.
 
-This module is the one place in ``spark_sinks`` that imports ``connect.log``:
-its reader runs in Spark's Python workers (and in Spark's planner process),
-far from any Headrace worker, so it opens the log's partition files itself,
-read-only, the way another process sharing the log would. It also carries
-the small helpers that need the same files: end offsets (for lag) and a
-dead-letter writer for jobs started with ``spark-submit`` instead of by a worker.
+This module is the one place in ``spark_sinks`` that imports ``connect.log``,
+and only its public read interface (``connect.log.open_log_reader``,
+``LogReader``): its reader runs in Spark's Python workers (and in Spark's
+planner process), far from any Headrace worker, so it opens the log itself,
+read-only, as another client of it would. It works on either backend, the
+embedded log or Kafka. It also carries the offset helpers the sink task needs
+from the same log: where a new query starts, and the end offsets (for lag).
 
 Offsets are the log's own: ``{"<topic>": {"<partition>": <next offset>}}``,
 the same JSON as Spark's Kafka source. Rows have the Kafka source's columns
 (``timestamp`` as epoch milliseconds in ``timestamp_ms``; ``source.py``
 adds the ``timestamp`` column). Options:
 
-``log.dir``             the embedded log directory (required)
 ``subscribe``           comma-separated topics, or
 ``subscribePattern``    a regular expression of topics
 ``startingOffsets``     ``earliest`` (default), ``latest`` or a JSON offsets map
 ``maxOffsetsPerTrigger`` at most this many records per micro-batch (see ``latestOffset``)
 ``knownStart``          where the query resumes, if the sink knows: ``initial`` or an offsets map
+
+Every other option is a setting of the log, as the task's ``log_settings()``
+gives them: ``embedded.log.dir``, or ``bootstrap.servers`` with the Kafka
+client's ``security.*``/``sasl.*``/``ssl.*`` settings.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-__all__ = ["NAME", "HeadraceLogDataSource", "LogDeadLetterWriter", "end_offsets", "initial_offsets",
-           "partition_counts"]
+from connect.log import open_log_reader
+from connect.log.api import LogReader, UnknownTopicError
+
+__all__ = ["NAME", "HeadraceLogDataSource", "end_offsets", "initial_offsets"]
 
 log = logging.getLogger(__name__)
 
@@ -44,39 +48,19 @@ SCHEMA = (
 )
 _ROWS_PER_ARROW_BATCH = 8192
 _READ_BYTES = 4 << 20
+# the options of the source itself (Spark lower-cases option names); the others are log settings
+_SOURCE_OPTIONS = frozenset({"subscribe", "subscribepattern", "startingoffsets", "maxoffsetspertrigger",
+                             "knownstart"})
 
 Offsets = dict[str, dict[str, int]]
+Bounds = dict[str, dict[str, tuple[int, int]]]
 
 
-def _store(log_dir: str):  # noqa: ANN202 - connect.log.embedded.topics.TopicStore
-    from connect.log.embedded.topics import TopicStore
-
-    return TopicStore(log_dir, {}, lambda: None, lambda: None)
-
-
-def partition_counts(log_dir: str, topics: Sequence[str] = (), pattern: str = "") -> dict[str, int]:
-    """Partition count of each topic of the log that the subscription matches."""
-    from connect.log.embedded.topics import topic_partition_counts
-
-    try:
-        counts = topic_partition_counts(log_dir)
-    except FileNotFoundError:
-        return {}
-    if pattern:
-        rx = re.compile(pattern)
-        return {t: n for t, n in counts.items() if rx.fullmatch(t) and not t.startswith("__")}
-    return {t: counts[t] for t in topics if t in counts}
-
-
-def _bounds(store: Any, counts: Mapping[str, int]) -> dict[str, dict[str, tuple[int, int]]]:
-    from connect.log.api import UnknownTopicError
-
-    out: dict[str, dict[str, tuple[int, int]]] = {}
-    for topic, n in counts.items():
-        for p in range(n):
-            with contextlib.suppress(UnknownTopicError):
-                plog = store.partition_log(topic, p)
-                out.setdefault(topic, {})[str(p)] = (plog.start_offset(), plog.end_offset())
+def _bounds(reader: LogReader, topics: Sequence[str], pattern: str) -> Bounds:
+    """(log start, log end) of each partition the subscription matches, by topic and partition (as text)."""
+    out: Bounds = {}
+    for tp, bounds in reader.partition_offsets(topics, pattern or None).items():
+        out.setdefault(tp.topic, {})[str(tp.partition)] = bounds
     return out
 
 
@@ -99,28 +83,29 @@ def _resolve_start(bounds: Mapping[str, Mapping[str, tuple[int, int]]], starting
     return {t: {p: first for p, (first, _) in parts.items()} for t, parts in bounds.items()}
 
 
-def initial_offsets(log_dir: str, starting: str, topics: Sequence[str] = (), pattern: str = "") -> Offsets:
+def initial_offsets(settings: Mapping[str, str], starting: str, topics: Sequence[str] = (),
+                    pattern: str = "") -> Offsets:
     """What ``startingOffsets`` resolves to now, as an explicit offsets map (see ``_resolve_start``)."""
-    store = _store(log_dir)
+    reader = open_log_reader(settings)
     try:
-        return _resolve_start(_bounds(store, partition_counts(log_dir, topics, pattern)), starting)
+        return _resolve_start(_bounds(reader, topics, pattern), starting)
     finally:
-        store.close()
+        reader.close()
 
 
-def end_offsets(log_dir: str, topics: Sequence[str] = (), pattern: str = "") -> Offsets:
+def end_offsets(settings: Mapping[str, str], topics: Sequence[str] = (), pattern: str = "") -> Offsets:
     """The log end offset of every matched partition (for lag)."""
-    store = _store(log_dir)
+    reader = open_log_reader(settings)
     try:
-        bounds = _bounds(store, partition_counts(log_dir, topics, pattern))
+        bounds = _bounds(reader, topics, pattern)
     finally:
-        store.close()
+        reader.close()
     return {t: {p: end for p, (_, end) in parts.items()} for t, parts in bounds.items()}
 
 
 @dataclass(frozen=True)
 class LogRange(InputPartition):
-    log_dir: str
+    settings: tuple[tuple[str, str], ...]  # the log settings, as items
     topic: str
     partition: int
     start: int
@@ -149,9 +134,10 @@ def source_class(name: str) -> type[HeadraceLogDataSource]:
 class HeadraceLogStreamReader(DataSourceStreamReader):
     def __init__(self, options: Mapping[str, str]) -> None:
         options = {str(k).lower(): v for k, v in options.items()}  # Spark hands the options over lower-cased
-        self.log_dir = options.get("log.dir") or ""
-        if not self.log_dir:
-            raise ValueError(f"{NAME}: the option log.dir (the embedded log directory) is required")
+        self.settings = {k: str(v) for k, v in options.items() if k not in _SOURCE_OPTIONS}
+        if not (self.settings.get("bootstrap.servers") or self.settings.get("embedded.log.dir")):
+            raise ValueError(f"{NAME}: the log is not named: give the option embedded.log.dir or "
+                             "bootstrap.servers (with the Kafka client's settings)")
         self.topics = [t.strip() for t in (options.get("subscribe") or "").split(",") if t.strip()]
         self.pattern = (options.get("subscribepattern") or "").strip()
         if not self.topics and not self.pattern:
@@ -164,14 +150,12 @@ class HeadraceLogStreamReader(DataSourceStreamReader):
         # where the last planned or committed batch ended; None until this reader learns it
         self._position: Offsets | None = None
         self._initial: Offsets | None = None
-        self._store = None
+        self._reader: LogReader | None = None
 
-    # -- the files ------------------------------------------------------------------------------
-    def _bounds(self) -> dict[str, dict[str, tuple[int, int]]]:
-        if self._store is None:
-            self._store = _store(self.log_dir)
-        counts = partition_counts(self.log_dir, self.topics, self.pattern)
-        return _bounds(self._store, counts)
+    def _bounds(self) -> Bounds:
+        if self._reader is None:
+            self._reader = open_log_reader(self.settings)
+        return _bounds(self._reader, self.topics, self.pattern)
 
     # -- DataSourceStreamReader ----------------------------------------------------------------------
     def initialOffset(self) -> dict:
@@ -219,7 +203,8 @@ class HeadraceLogStreamReader(DataSourceStreamReader):
                 if begin is None:  # a partition that appeared after the query started: from its beginning
                     begin = bounds.get(topic, {}).get(p, (0, 0))[0]
                 if int(stop) > int(begin):
-                    out.append(LogRange(self.log_dir, topic, int(p), int(begin), int(stop)))
+                    out.append(LogRange(tuple(sorted(self.settings.items())), topic, int(p), int(begin),
+                                        int(stop)))
         self._position = end
         return out
 
@@ -231,9 +216,9 @@ class HeadraceLogStreamReader(DataSourceStreamReader):
         yield from read_range(partition)
 
     def stop(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
 
 def _cap(base: Offsets, ends: Offsets, bounds: Mapping[str, Mapping[str, tuple[int, int]]],
@@ -260,63 +245,45 @@ def read_range(r: LogRange) -> Iterator[Any]:
     """The records of ``r`` as Arrow record batches of the source's schema."""
     import pyarrow as pa
 
-    from connect.log.embedded.partition import OffsetOutOfRange
-    from connect.log.embedded.reader import PartitionReader
-
     schema = _arrow_schema()
-    store = _store(r.log_dir)
+    reader = open_log_reader(dict(r.settings))
     try:
-        plog = store.partition_log(r.topic, r.partition)
-        reader = PartitionReader(plog)
-        offset = r.start
-        first = plog.start_offset()
-        if offset < first:
-            log.warning("%s-%d: offsets %d..%d were deleted by retention; reading from %d", r.topic, r.partition,
-                        offset, first - 1, first)
-            offset = first
         cols: dict[str, list[Any]] = {"key": [], "value": [], "offset": [], "ts": [], "hdr": []}
         ts_types: list[int] = []
         any_headers = False
+        offset = r.start
         while offset < r.end:
             try:
-                batches = reader.read(offset, _READ_BYTES)
-            except OffsetOutOfRange:
-                offset = plog.start_offset()
-                continue
-            if not batches:
-                log.warning("%s-%d: the log ends at %d, before the planned end %d (deleted or truncated?)",
-                            r.topic, r.partition, offset, r.end)
+                got = reader.read(r.topic, r.partition, offset, r.end, _READ_BYTES)
+            except UnknownTopicError:
+                log.warning("%s-%d: the partition is gone (topic deleted?); offsets %d..%d are not read",
+                            r.topic, r.partition, offset, r.end - 1)
                 break
-            for b in batches:
-                offsets = b.offsets
-                n = len(offsets)
-                if offsets[-1] >= r.end:  # trim to the planned range
-                    n = sum(1 for o in offsets if o < r.end) if not isinstance(offsets, range) else r.end - offsets[0]
-                if n <= 0:
-                    offset = r.end
-                    break
-                cols["key"].extend(b.keys[:n])
-                cols["value"].extend(b.values[:n])
-                cols["offset"].extend(offsets[:n])
-                cols["ts"].extend(b.timestamps[:n])
+            for b in got.batches:
+                n = len(b)
+                cols["key"].extend(b.keys)
+                cols["value"].extend(b.values)
+                cols["offset"].extend(b.offsets)
+                cols["ts"].extend(b.timestamps)
                 ts_types.extend([b.timestamp_type] * n)
                 if b.headers is not None:
                     any_headers = True
-                    cols["hdr"].extend([[{"key": k, "value": v} for k, v in h] if h else None
-                                        for h in b.headers[:n]])
+                    cols["hdr"].extend([[{"key": k, "value": v} for k, v in h] if h else None for h in b.headers])
                 else:
                     cols["hdr"].extend([None] * n)
-                offset = offsets[n - 1] + 1
                 if len(cols["offset"]) >= _ROWS_PER_ARROW_BATCH:
                     yield _arrow_batch(pa, schema, r, cols, ts_types, any_headers)
                     cols = {k: [] for k in cols}
                     ts_types = []
-            else:
-                offset = max(offset, reader.next_offset)
+            if not got.batches and got.next_offset < r.end:
+                log.warning("%s-%d: the log ends at %d, before the planned end %d (deleted or truncated?)",
+                            r.topic, r.partition, got.next_offset, r.end)
+                break
+            offset = got.next_offset
         if cols["offset"]:
             yield _arrow_batch(pa, schema, r, cols, ts_types, any_headers)
     finally:
-        store.close()
+        reader.close()
 
 
 def _arrow_schema():  # noqa: ANN202 - pyarrow.Schema
@@ -350,33 +317,3 @@ def _arrow_batch(pa: Any, schema: Any, r: LogRange, cols: dict[str, list[Any]], 
         pa.array(ts_types, type=pa.int32()),
         headers,
     ], schema=schema)
-
-
-class LogDeadLetterWriter:
-    """Appends dead-letter records to a topic of the embedded log (for jobs run without a worker)."""
-
-    def __init__(self, log_dir: str) -> None:
-        from connect.log.embedded.backend import EmbeddedBackend
-
-        self._backend = EmbeddedBackend(log_dir)
-        self._producer = self._backend.producer({"acks": "all"})
-        self._errors: list[str] = []
-
-    def send(self, topic: str, key: bytes | None, value: bytes | None,
-             headers: Sequence[tuple[str, bytes | None]]) -> None:
-        def on_delivery(err: Exception | None, _md: object) -> None:
-            if err is not None:
-                self._errors.append(str(err))
-
-        self._producer.send(topic, value, key=key, headers=tuple(headers), on_delivery=on_delivery)
-
-    def flush(self, timeout: float | None = None) -> list[str]:
-        remaining = self._producer.flush(timeout)
-        errors, self._errors = self._errors, []
-        if remaining:
-            errors.append(f"{remaining} record(s) unacknowledged")
-        return errors
-
-    def close(self) -> None:
-        self._producer.close(5.0)
-        self._backend.close()

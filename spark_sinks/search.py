@@ -21,10 +21,21 @@ or ``fail``. A document the cluster rejects as malformed (a 400: mapping or
 parsing errors) follows ``behavior.on.malformed.documents``: ``fail``, ``warn``
 (logged) or ``ignore``; with warn or ignore it also goes to the connector's
 dead-letter topic with the error in its headers
-(``errors.deadletterqueue.context.headers.enable=true``). Throttling (429),
-unavailable nodes (5xx) and connection failures are retried ``max.retries``
-times with exponential backoff from ``retry.backoff.ms`` and jitter; then the
-batch fails, and so the task, without Spark committing the batch.
+(``errors.deadletterqueue.context.headers.enable=true``). Any other 4xx
+for a document (a 403 on a write-blocked index, say) fails the task unless
+``errors.tolerance=all``, which sends it to the dead-letter topic too.
+
+Retries are the clients' own: each partition sends its actions with the
+client's bulk helper (``streaming_bulk``), which retries the documents the
+cluster throttled (429; for Elasticsearch also 5xx) up to ``max.retries``
+times with exponential backoff from ``retry.backoff.ms``; the client's
+transport retries a request that got no answer, timed out or met a 5xx, as
+often. A request or a document that still fails then fails the batch, and
+so the task, without Spark committing the batch (``RetriableException``
+when it was unreachable, throttled or unavailable, else
+``ConnectException``). A bulk request holds each document id at most once,
+so every outcome is matched to its record and the versions of one document
+are applied in offset order.
 
 Index names: ``index.name.format`` (default ``${topic}``) may hold
 ``${topic}`` and ``${timestamp}``, the record date as ``index.timestamp.format``
@@ -37,9 +48,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import random
 import re
-import time
 import zoneinfo
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -57,6 +66,7 @@ from connect.api import (
     Importance,
     LambdaValidator,
     Range,
+    RetriableException,
     Task,
     Width,
 )
@@ -71,9 +81,15 @@ log = logging.getLogger(__name__)
 CONNECTOR_GROUP = "Connector"
 DATA_GROUP = "Data Conversion"
 
+# Statuses worth a retry: throttled (429) or a node unavailable (5xx). The client's transport retries a
+# request that failed so (all but 429); the bulk helper retries the documents (429, and 5xx for Elasticsearch).
 RETRIABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+TRANSPORT_RETRY_STATUS = RETRIABLE_STATUS - {429}
 ENGINES = ("auto", "elasticsearch", "opensearch")
 _MAX_BACKOFF_S = 30.0
+_MAX_REQUEST_BYTES = 100 << 20
+# what the sink reads of a bulk response
+_RESPONSE_FIELDS = "errors,items.*.status,items.*.error,items.*._id"
 
 
 def _check_urls(name: str, value: Any) -> str | None:
@@ -109,9 +125,11 @@ def search_def() -> ConfigDef:
     d.define("batch.size", ConfigType.INT, 2000, Range.between(1, 1000000), Importance.MEDIUM,
              "Actions per bulk request.", CONNECTOR_GROUP, 6)
     d.define("max.retries", ConfigType.INT, 5, Range.at_least(0), Importance.LOW,
-             "Retries of a bulk request or of its throttled actions before the batch fails.", CONNECTOR_GROUP, 7)
+             "Retries of a bulk request (by the client) and of its throttled documents (by the bulk helper) "
+             "before the batch fails.", CONNECTOR_GROUP, 7)
     d.define("retry.backoff.ms", ConfigType.LONG, 100, Range.at_least(0), Importance.LOW,
-             "First backoff before a retry, ms; doubled each time, with jitter.", CONNECTOR_GROUP, 8)
+             "First backoff before a throttled document is sent again, ms; doubled each time (at most 30 s).",
+             CONNECTOR_GROUP, 8)
     d.define("engine", ConfigType.STRING, "auto", CaseInsensitiveValidString.in_(*ENGINES), Importance.LOW,
              "auto (from the cluster's root response), elasticsearch or opensearch.", CONNECTOR_GROUP, 9)
     d.define("key.ignore", ConfigType.BOOLEAN, False, importance=Importance.HIGH, group=DATA_GROUP,
@@ -237,6 +255,7 @@ class ElasticsearchSparkSinkTask(SparkSinkTask):
         self.urls = _urls(props)
         self.null_behavior = str(cfg.get("behavior.on.null.values")).lower()
         self.malformed_behavior = str(cfg.get("behavior.on.malformed.documents")).lower()
+        self.tolerate = str(props.get("errors.tolerance", "none")).strip().lower() == "all"
         engine = str(cfg.get("engine")).lower()
         self.settings = {
             "urls": self.urls,
@@ -284,88 +303,146 @@ class ElasticsearchSparkSinkTask(SparkSinkTask):
                           self._index_column().alias("_index"))
                 .mapInArrow(functools.partial(bulk_partitions, self.settings), OUT_SCHEMA)
                 .collect())
-        malformed = [r for r in rows if r["kind"] == "malformed"]
+        failed: dict[str, list[Any]] = {"malformed": [], "rejected": []}
         for r in rows:
             if r["kind"] == "stats":
                 self.count("documents_written", r["written"])
                 self.count("documents_deleted", r["deleted"])
                 self.count("tombstones_ignored", r["skipped"])
-        if malformed:
-            self._malformed(malformed, batch_id)
+            else:
+                failed[r["kind"]].append(r)
+        if failed["malformed"] or failed["rejected"]:
+            self._failed(failed["malformed"], failed["rejected"], batch_id)
 
-    def _malformed(self, rows: list[Any], batch_id: int) -> None:
-        first = rows[0]
-        where = f"{first['topic']}-{first['partition']}@{first['offset']}"
-        if self.malformed_behavior == "fail":
-            raise DataException(
-                f"{len(rows)} document(s) of batch {batch_id} were rejected as malformed, first {where}: "
-                f"{first['error']} (behavior.on.malformed.documents=fail)")
+    def _failed(self, malformed: list[Any], rejected: list[Any], batch_id: int) -> None:
+        """Documents the cluster refused: malformed ones (400) per behavior.on.malformed.documents, others (a 4xx
+        such as 403 on a write-blocked index) per errors.tolerance; kept ones go to the dead-letter topic."""
+        for rows, allowed, setting, what in ((malformed, self.malformed_behavior != "fail",
+                                              "behavior.on.malformed.documents=fail", "rejected as malformed"),
+                                             (rejected, self.tolerate, "errors.tolerance=none", "rejected")):
+            if rows and not allowed:
+                first = rows[0]
+                raise DataException(
+                    f"{len(rows)} document(s) of batch {batch_id} were {what}, first "
+                    f"{first['topic']}-{first['partition']}@{first['offset']}: {first['error']} ({setting})")
         dlq = self.context.dead_letter_queue()
-        for r in rows:
-            if self.malformed_behavior == "warn":
-                log.warning("%s: %s-%d@%d rejected as malformed: %s", self.name, r["topic"], r["partition"],
-                            r["offset"], r["error"])
+        for r in malformed + rejected:
+            if self.malformed_behavior == "warn" or r["kind"] == "rejected":
+                log.warning("%s: %s-%d@%d %s: %s", self.name, r["topic"], r["partition"], r["offset"],
+                            "rejected as malformed" if r["kind"] == "malformed" else "rejected", r["error"])
             if dlq is not None:
                 dlq.report(r["topic"], r["partition"], r["offset"], r["key"], r["value"],
                            [(h["key"], h["value"]) for h in r["headers"] or ()], DataException(r["error"]))
         if dlq is not None:
             dlq.flush(30.0)  # durable before Spark commits the batch
-        self.count("documents_malformed", len(rows))
+        self.count("documents_malformed", len(malformed))
+        if rejected:
+            self.count("documents_rejected", len(rejected))
 
 
 # --- executor side: one Spark partition of a micro-batch -----------------------------------------------------------
 def _client(settings: Mapping[str, Any]) -> Any:
-    timeout = settings["read_timeout"]
+    """The engine's client; its transport retries a failed request (connection failure, timeout, 5xx) itself."""
+    retry = {"max_retries": settings["max_retries"], "retry_on_timeout": True,
+             "retry_on_status": tuple(sorted(TRANSPORT_RETRY_STATUS))}
     if settings["engine"] == "opensearch":
         from opensearchpy import OpenSearch
 
-        return OpenSearch(hosts=settings["urls"], http_auth=settings["auth"], timeout=timeout, max_retries=0,
-                          retry_on_timeout=False)
+        return OpenSearch(hosts=settings["urls"], http_auth=settings["auth"], timeout=settings["read_timeout"],
+                          **retry)
     from elasticsearch import Elasticsearch
 
-    return Elasticsearch(settings["urls"], basic_auth=settings["auth"], request_timeout=timeout, max_retries=0,
-                         retry_on_timeout=False)
+    return Elasticsearch(settings["urls"], basic_auth=settings["auth"], request_timeout=settings["read_timeout"],
+                         **retry)
 
 
-def _bulk(client: Any, settings: Mapping[str, Any], body: bytes) -> Mapping[str, Any]:
-    fields = "errors,items.*.status,items.*.error"
+def _streaming_bulk(client: Any, settings: Mapping[str, Any], actions: list[_Action]) -> Iterator[tuple[bool, Any]]:
+    """The client's own bulk helper over ``actions``, in one request: it retries rejected documents (429,
+    and for Elasticsearch 5xx too) with exponential backoff; every outcome comes back, none raises."""
+    common: dict[str, Any] = {
+        "chunk_size": len(actions), "max_chunk_bytes": _MAX_REQUEST_BYTES, "raise_on_error": False,
+        "raise_on_exception": True, "expand_action_callback": _Action.expand, "yield_ok": True,
+        "max_retries": settings["max_retries"], "initial_backoff": settings["backoff_ms"] / 1000,
+        "max_backoff": _MAX_BACKOFF_S}
     if settings["engine"] == "opensearch":
-        return client.bulk(body=body, params={"filter_path": fields})
-    return client.bulk(operations=body, filter_path=fields)
+        from opensearchpy.helpers import streaming_bulk
+
+        return streaming_bulk(client, actions, params={"filter_path": _RESPONSE_FIELDS}, **common)
+    from elasticsearch.helpers import streaming_bulk as es_streaming_bulk
+
+    return es_streaming_bulk(client, actions, retry_on_status=tuple(sorted(RETRIABLE_STATUS)),
+                             filter_path=_RESPONSE_FIELDS, **common)
 
 
-def _retriable(exc: BaseException) -> bool:
-    status = getattr(exc, "status_code", None) or getattr(getattr(exc, "meta", None), "status", None)
-    if isinstance(status, int):
-        return status in RETRIABLE_STATUS
-    name = type(exc).__name__
-    return "Connection" in name or "Timeout" in name or isinstance(exc, OSError)
+def _http_status(exc: BaseException) -> int | None:
+    """The HTTP status of a client exception, None when no answer came (opensearch-py says "N/A")."""
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        status = getattr(getattr(exc, "meta", None), "status", None)
+    return status if isinstance(status, int) else None
 
 
-def _sleep_backoff(settings: Mapping[str, Any], attempt: int) -> None:
-    base = settings["backoff_ms"] / 1000 * (2 ** attempt)
-    time.sleep(min(_MAX_BACKOFF_S, base) * random.uniform(0.5, 1.5))
+def _no_answer_errors(engine: str) -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """The client's exception types for a request that got no answer: (connection failures and timeouts, TLS
+    failures among them, which a retry does not mend)."""
+    if engine == "opensearch":
+        from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
+        from opensearchpy.exceptions import SSLError
+
+        return (OpenSearchConnectionError,), (SSLError,)
+    from elastic_transport import ConnectionError as TransportConnectionError
+    from elastic_transport import ConnectionTimeout, TlsError
+
+    return (TransportConnectionError, ConnectionTimeout), (TlsError,)
+
+
+def request_failure(exc: BaseException, settings: Mapping[str, Any]) -> ConnectException:
+    """A bulk request that failed as a whole, after the client's and the helper's retries, classified by
+    exception type and HTTP status: no answer, throttled (429) or unavailable (5xx) is a RetriableException;
+    any other answer (a 4xx: bad credentials, no such index, ...) or a TLS failure a ConnectException."""
+    where = ", ".join(settings["urls"])
+    status = _http_status(exc)
+    unreachable, tls = _no_answer_errors(settings["engine"])
+    if status is not None and status not in RETRIABLE_STATUS and status < 500:
+        return ConnectException(f"Bulk request to {where} was refused with HTTP {status}: {exc}")
+    if isinstance(exc, tls):
+        return ConnectException(f"Bulk request to {where} failed: TLS: {exc}")
+    if status is not None or isinstance(exc, unreachable):
+        answer = f"HTTP {status}" if status is not None else type(exc).__name__
+        return RetriableException(f"Bulk request to {where} failed after {settings['max_retries']} retries "
+                                  f"({answer}): {exc}")
+    return ConnectException(f"Bulk request to {where} failed: {type(exc).__name__}: {exc}")
 
 
 class _Action:
-    __slots__ = ("lines", "row", "op")
+    """One bulk action: its action line, its source line (None for a delete) and the record it is for."""
 
-    def __init__(self, lines: bytes, row: tuple, op: str) -> None:
-        self.lines = lines
-        self.row = row
+    __slots__ = ("header", "body", "row", "op", "doc_id")
+
+    def __init__(self, op: str, meta: dict[str, Any], body: str | None, row: tuple) -> None:
         self.op = op
+        self.header = {op: meta}
+        self.body = body
+        self.row = row
+        self.doc_id = meta["_id"]
+
+    @staticmethod
+    def expand(action: _Action) -> tuple[dict[str, Any], str | None]:
+        """The bulk helpers' expand_action_callback: the source is JSON text already, sent as it is."""
+        return action.header, action.body
 
 
-def _source(value: bytes, unwrap: bool) -> bytes:
+def _source(value: bytes, unwrap: bool) -> str:
+    text = value.decode("utf-8")
     if not unwrap:
-        return value
-    doc = json.loads(value)
+        return text
+    doc = json.loads(text)
     payload = doc.get("payload") if isinstance(doc, dict) and "payload" in doc and "schema" in doc else doc
-    return json.dumps(payload, separators=(",", ":")).encode("utf-8")
+    return json.dumps(payload, separators=(",", ":"))
 
 
 def _action(settings: Mapping[str, Any], row: tuple) -> _Action | str | None:
-    """The bulk lines of one record; None to skip it; a string: why it is malformed before sending."""
+    """The bulk action of one record; None to skip it; a string: why it is malformed before sending."""
     topic, partition, offset, key, value, _headers, index = row
     if settings["key_ignore"]:
         doc_id = f"{topic}+{partition}+{offset}"
@@ -386,28 +463,28 @@ def _action(settings: Mapping[str, Any], row: tuple) -> _Action | str | None:
         if behavior == "fail":
             raise DataException(f"Tombstone (null value) at {topic}-{partition}@{offset} and "
                                 "behavior.on.null.values=fail")
-        return _Action(json.dumps({"delete": meta}).encode() + b"\n", row, "delete")
+        return _Action("delete", meta, None, row)
     try:
         source = _source(value, settings["unwrap"])
         if settings["upsert"]:
             json.loads(source)  # an update body that is not JSON would fail the whole bulk request
-            body = b'{"doc":' + source + b',"doc_as_upsert":true}'
-            return _Action(json.dumps({"update": meta}).encode() + b"\n" + body + b"\n", row, "update")
+            return _Action("update", meta, '{"doc":' + source + ',"doc_as_upsert":true}', row)
     except (ValueError, UnicodeDecodeError) as exc:
         return f"The value is not JSON: {exc}"
-    if b"\n" in source:
-        source = source.replace(b"\r\n", b" ").replace(b"\n", b" ")
-    return _Action(json.dumps({"index": meta}).encode() + b"\n" + source + b"\n", row, "index")
+    if "\n" in source:
+        source = source.replace("\r\n", " ").replace("\n", " ")
+    return _Action("index", meta, source, row)
 
 
 def bulk_partitions(settings: Mapping[str, Any], batches: Iterator[Any]) -> Iterator[Any]:
-    """mapInArrow body: send the rows of one partition in bulk requests; yield the malformed ones and a stats row."""
+    """mapInArrow body: send the rows of one partition in bulk requests; yield the failed ones and a stats row."""
     import pyarrow as pa
 
     client = _client(settings)
     stats = {"written": 0, "deleted": 0, "skipped": 0}
-    malformed: list[tuple[tuple, str]] = []
+    failed: list[tuple[str, tuple, str]] = []  # (kind, row, error)
     pending: list[_Action] = []
+    ids: set[str] = set()
     try:
         for batch in batches:
             cols = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
@@ -415,15 +492,19 @@ def bulk_partitions(settings: Mapping[str, Any], batches: Iterator[Any]) -> Iter
                 action = _action(settings, row)
                 if action is None:
                     stats["skipped"] += 1
-                elif isinstance(action, str):
-                    malformed.append((row, action))
-                else:
-                    pending.append(action)
-                    if len(pending) >= settings["batch_size"]:
-                        _send(client, settings, pending, stats, malformed)
-                        pending = []
+                    continue
+                if isinstance(action, str):
+                    failed.append(("malformed", row, action))
+                    continue
+                # A request holds each document id once, so each outcome names its action, and the versions of
+                # one document are applied in order (the helper retries a rejected action after the others).
+                if action.doc_id in ids or len(pending) >= settings["batch_size"]:
+                    _send(client, settings, pending, stats, failed)
+                    pending, ids = [], set()
+                pending.append(action)
+                ids.add(action.doc_id)
         if pending:
-            _send(client, settings, pending, stats, malformed)
+            _send(client, settings, pending, stats, failed)
     finally:
         client.close()
     out: dict[str, list[Any]] = {k: [] for k in ("kind", "topic", "partition", "offset", "key", "value", "headers",
@@ -437,8 +518,8 @@ def bulk_partitions(settings: Mapping[str, Any], batches: Iterator[Any]) -> Iter
         for name in ("written", "deleted", "skipped"):
             out[name].append((counts or {}).get(name, 0))
 
-    for row, error in malformed:
-        add("malformed", row, error, None)
+    for kind, row, error in failed:
+        add(kind, row, error, None)
     add("stats", None, None, stats)
     header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
     schema = pa.schema([
@@ -449,46 +530,41 @@ def bulk_partitions(settings: Mapping[str, Any], batches: Iterator[Any]) -> Iter
     yield pa.RecordBatch.from_pydict(out, schema=schema)
 
 
+def outcome(op: str, status: int) -> str:
+    """What a bulk item's HTTP status means for its record: ``done``, ``retriable`` (throttled or unavailable
+    after the helper's retries), ``malformed`` (400: mapping or parsing) or ``rejected`` (another 4xx)."""
+    if 200 <= status < 300 or (status == 409 and op != "update") or (status == 404 and op == "delete"):
+        return "done"  # 409: an older replay lost to the external version; 404: already deleted
+    if status in RETRIABLE_STATUS or status >= 500 or status == 0:
+        return "retriable"
+    return "malformed" if status == 400 else "rejected"
+
+
 def _send(client: Any, settings: Mapping[str, Any], actions: list[_Action], stats: dict[str, int],
-          malformed: list[tuple[tuple, str]]) -> None:
-    """One bulk request, retrying what is retriable; malformed documents are collected, other failures raise."""
-    attempt = 0
-    while True:
-        try:
-            response = _bulk(client, settings, b"".join(a.lines for a in actions))
-        except Exception as exc:
-            if _retriable(exc) and attempt < settings["max_retries"]:
-                _sleep_backoff(settings, attempt)
-                attempt += 1
-                continue
-            raise ConnectException(f"Bulk request to {', '.join(settings['urls'])} failed after {attempt} "
-                                   f"retries: {exc}") from exc
-        items = response.get("items") or []
-        if len(items) != len(actions):
-            raise ConnectException(f"Bulk response has {len(items)} items for {len(actions)} actions")
-        retry: list[_Action] = []
-        for action, item in zip(actions, items, strict=True):
-            result = next(iter(item.values()))
-            status = int(result.get("status", 0))
-            if status < 300 or (status == 409 and action.op != "update") or (status == 404 and action.op == "delete"):
-                stats["deleted" if action.op == "delete" else "written"] += 1
-            elif status in RETRIABLE_STATUS:
-                retry.append(action)
-            elif status == 400:
-                malformed.append((action.row, _error_text(result.get("error"))))
-            else:
-                row = action.row
-                raise ConnectException(f"{action.op} of {row[0]}-{row[1]}@{row[2]} failed with HTTP {status}: "
-                                       f"{_error_text(result.get('error'))}")
-        if not retry:
-            return
-        if attempt >= settings["max_retries"]:
-            first = retry[0].row
-            raise ConnectException(f"{len(retry)} action(s) still throttled or unavailable after {attempt} retries, "
-                                   f"first {first[0]}-{first[1]}@{first[2]}")
-        _sleep_backoff(settings, attempt)
-        attempt += 1
-        actions = retry
+          failed: list[tuple[str, tuple, str]]) -> None:
+    """One bulk request through the client's helper; documents that fail go to ``failed``, retriable failures
+    that outlived the retries raise (the batch fails and Spark does not commit it)."""
+    by_id = {a.doc_id: a for a in actions}
+    try:
+        results = list(_streaming_bulk(client, settings, actions))
+    except Exception as exc:
+        raise request_failure(exc, settings) from exc
+    for _ok, info in results:
+        ((op, item),) = info.items()
+        action = by_id.get(str(item.get("_id")))
+        if action is None:
+            raise ConnectException(f"Bulk response names document {item.get('_id')!r}, which was not sent")
+        status = int(item.get("status", 0))
+        result = outcome(op, status)
+        if result == "done":
+            stats["deleted" if op == "delete" else "written"] += 1
+            continue
+        topic, partition, offset = action.row[:3]
+        error = f"HTTP {status}: {_error_text(item.get('error'))}"
+        if result == "retriable":
+            raise RetriableException(f"{op} of {topic}-{partition}@{offset} still failed with {error} after "
+                                     f"{settings['max_retries']} retries")
+        failed.append((result, action.row, error if result == "rejected" else _error_text(item.get("error"))))
 
 
 def _error_text(error: Any) -> str:

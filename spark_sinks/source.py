@@ -45,7 +45,7 @@ def read_stream(spark: Any, config: Mapping[str, Any], log_settings: Mapping[str
         from spark_sinks.session import log_source_for
 
         reader = (spark.readStream.format(log_source_for(spark, connector) if connector else NAME)
-                  .option("log.dir", log_settings["embedded.log.dir"])
+                  .options(**log_settings)
                   .option("startingOffsets", starting_offsets))
         reader = reader.option("subscribePattern", regex) if regex else reader.option("subscribe", ",".join(topics))
         if max_offsets_per_trigger > 0:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect.api import AbstractConfig, ConfigDef, ConnectException, StreamingSinkTask
+from connect.api.version import distribution_version
 from spark_sinks.config import (
     CHECKPOINT_LOCATION,
     MAX_OFFSETS_PER_TRIGGER,
@@ -31,7 +32,7 @@ __all__ = ["SparkSinkTask", "VERSION"]
 
 log = logging.getLogger(__name__)
 
-VERSION = "0.1.0"
+VERSION = distribution_version(__name__)
 _POLL_SECONDS = 0.5
 # kept in the checkpoint folder by the task: the offsets a query on the embedded log started from
 INITIAL_OFFSETS_FILE = "headrace-starting-offsets.json"
@@ -151,8 +152,7 @@ class SparkSinkTask(StreamingSinkTask):
                 from spark_sinks.logsource import initial_offsets
 
                 topics, regex = topics_of(self.props)
-                starting = json.dumps(initial_offsets(settings["embedded.log.dir"], starting, topics, regex),
-                                      sort_keys=True)
+                starting = json.dumps(initial_offsets(settings, starting, topics, regex), sort_keys=True)
                 self._write_checkpoint_file(INITIAL_OFFSETS_FILE, starting)
         else:
             known_start = self._checkpoint_last_offsets(spark) or ""
@@ -329,7 +329,7 @@ class SparkSinkTask(StreamingSinkTask):
 
             topics, regex = topics_of(self.props)
             with contextlib.suppress(Exception):
-                latest = end_offsets(settings["embedded.log.dir"], topics, regex)
+                latest = end_offsets(settings, topics, regex)
         if not latest or end is None:
             return None
         return sum(max(0, int(o) - int(end.get(t, {}).get(p, 0))) for t, parts in latest.items()

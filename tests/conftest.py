@@ -1,1 +1,98 @@
+"""Session-wide test set-up: the service fixtures, the ``kafka`` / ``spark`` markers, and a check, before
+any test runs, that what the selected tests need is installed.
+
+Markers come from where a test lives and what it uses, so new test files get them without a line of
+their own: everything under tests/kafka is ``kafka`` and under tests/spark is ``spark``, and so is any
+test that asks for a fixture starting such a service. ``pytest -m "not kafka and not spark"`` is the
+fast suite.
+
+Nothing is skipped for a missing package, tool or service: a run that selects tests needing one stops
+at once with what to install, so that a CI run cannot pass by leaving tests out.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import pytest
+
 pytest_plugins = ["tests.fixtures_services"]
+
+TESTS = Path(__file__).resolve().parent
+
+# tests/<directory> -> marker of every test in it
+DIRECTORY_MARKERS = {"kafka": "kafka", "spark": "spark"}
+# fixture -> marker of every test that uses it (directly or through another fixture)
+FIXTURE_MARKERS = {
+    "kafka": "kafka",
+    "spark": "spark",
+    "hdfs": "spark",
+    "opensearch": "spark",
+    "elasticsearch": "spark",
+}
+# marker -> Python packages its tests import (the [spark] extra), with how to get them
+MARKER_PACKAGES = {
+    "spark": (("pyspark", "hdfs", "opensearchpy", "elasticsearch"), "pip install -e '.[test]' (scripts/install.sh)"),
+}
+# fixture -> command-line tool it hands to the test, with how to get it
+FIXTURE_TOOLS = {"kcat": ("kcat", "apt-get install -y kcat (scripts/install.sh)")}
+
+
+def markers_of(item: pytest.Item) -> set[str]:
+    """The service markers ``item`` gets from its directory and its fixtures."""
+    names = set()
+    try:
+        parts = Path(item.path).resolve().relative_to(TESTS).parts
+    except ValueError:
+        parts = ()
+    if len(parts) > 1 and parts[0] in DIRECTORY_MARKERS:
+        names.add(DIRECTORY_MARKERS[parts[0]])
+    for fixture in getattr(item, "fixturenames", ()):
+        if fixture in FIXTURE_MARKERS:
+            names.add(FIXTURE_MARKERS[fixture])
+    return names
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for name in sorted(markers_of(item) - {m.name for m in item.iter_markers()}):
+            item.add_marker(name)
+
+
+def missing_requirements(items: list[pytest.Item]) -> list[str]:
+    """What the selected tests need and this machine lacks, one line each with how to install it."""
+    missing: dict[str, str] = {}
+    for item in items:
+        for marker, (packages, how) in MARKER_PACKAGES.items():
+            if item.get_closest_marker(marker) is None:
+                continue
+            for package in packages:
+                if package not in missing and importlib.util.find_spec(package) is None:
+                    missing[package] = f"Python package {package!r} ({marker} tests): {how}"
+        for fixture in getattr(item, "fixturenames", ()):
+            if fixture in FIXTURE_TOOLS:
+                tool, how = FIXTURE_TOOLS[fixture]
+                if tool not in missing and shutil.which(tool) is None:
+                    missing[tool] = f"command {tool!r} (e.g. {item.nodeid}): {how}"
+    return list(missing.values())
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    missing = missing_requirements(session.items)
+    if missing:
+        raise pytest.UsageError(
+            "the selected tests need what is not installed (deselect them with -m to run the rest):\n  "
+            + "\n  ".join(missing)
+        )
+
+
+@pytest.fixture(scope="session")
+def kcat() -> str:
+    """The path of Debian's kcat, an independent Kafka client the interoperability tests drive."""
+    path = shutil.which("kcat")
+    if path is None:
+        pytest.fail("kcat is not installed: " + FIXTURE_TOOLS["kcat"][1], pytrace=False)
+    return path

@@ -34,6 +34,18 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, interval: fl
     raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}; last value {last!r}")
 
 
+def drain(consumer: Any, count: int, timeout: float = 20.0, max_records: int = 100_000) -> list[Any]:
+    """Poll ``consumer`` (of either log backend) until ``count`` records arrived; the batches as returned."""
+    got: list[Any] = []
+
+    def arrived() -> bool:
+        got.extend(consumer.poll(0.1, max_records))
+        return sum(len(b) for b in got) >= count
+
+    wait_until(arrived, timeout, interval=0, what=f"{count} records")
+    return got
+
+
 def write_properties(path: Path, props: dict[str, Any]) -> Path:
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     return path

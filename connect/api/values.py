@@ -423,10 +423,16 @@ def _parsed_value(text: str) -> Any:
     return parsed.value if parsed is not None else None
 
 
-def _to_date(to_schema: Schema, from_schema: Schema | None, value: Any) -> _dt.date:
+def _parsed_if_text(value: Any) -> Any:
+    """Text parsed into the value it denotes (which must not be null); anything else as it is."""
     if isinstance(value, str):
         value = _parsed_value(value)
         _require(value)
+    return value
+
+
+def _to_date(to_schema: Schema, from_schema: Schema | None, value: Any) -> _dt.date:
+    value = _parsed_if_text(value)
     if isinstance(value, _dt.datetime):
         millis = Timestamp.from_logical(Timestamp.SCHEMA, value)
         days = abs(millis) // _MILLIS_PER_DAY  # Java's integer division truncates toward zero
@@ -437,9 +443,7 @@ def _to_date(to_schema: Schema, from_schema: Schema | None, value: Any) -> _dt.d
 
 
 def _to_time(to_schema: Schema, from_schema: Schema | None, value: Any) -> _dt.time:
-    if isinstance(value, str):
-        value = _parsed_value(value)
-        _require(value)
+    value = _parsed_if_text(value)
     if isinstance(value, _dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(_UTC)
@@ -450,9 +454,7 @@ def _to_time(to_schema: Schema, from_schema: Schema | None, value: Any) -> _dt.t
 
 
 def _to_timestamp(to_schema: Schema, from_schema: Schema | None, value: Any) -> _dt.datetime:
-    if isinstance(value, str):
-        value = _parsed_value(value)
-        _require(value)
+    value = _parsed_if_text(value)
     if isinstance(value, _dt.datetime):
         return value
     if isinstance(value, _dt.date):

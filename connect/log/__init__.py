@@ -1,11 +1,12 @@
-"""The topic layer and its backends; ``open_log_backend`` picks one from a worker config."""
+"""The topic layer and its backends; ``open_log_backend`` picks one from a worker config, ``open_log_reader``
+a reader of one for a process that runs no worker."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from connect.log.api import LogBackend
+from connect.log.api import LogBackend, LogReader
 
 
 def open_log_backend(worker_config: Mapping[str, Any], *, owner: bool = False, read_only: bool = False) -> LogBackend:
@@ -23,3 +24,16 @@ def open_log_backend(worker_config: Mapping[str, Any], *, owner: bool = False, r
 
     return EmbeddedBackend(str(worker_config.get("embedded.log.dir") or "./headrace-data"), worker_config,
                            owner=owner, read_only=read_only)
+
+
+def open_log_reader(settings: Mapping[str, Any]) -> LogReader:
+    """A LogReader of the log ``settings`` name (``bootstrap.servers`` and client settings, else
+    ``embedded.log.dir``), for a process that runs no worker: a Spark executor, say. Close it when done."""
+    if settings.get("bootstrap.servers"):
+        from connect.log.kafka.backend import KafkaBackend
+        from connect.log.kafka.range_reader import KafkaLogReader
+
+        return KafkaLogReader(KafkaBackend(settings), owns_backend=True)
+    from connect.log.embedded.range_reader import EmbeddedLogReader
+
+    return EmbeddedLogReader.open(str(settings.get("embedded.log.dir") or "./headrace-data"))

@@ -28,11 +28,13 @@ __all__ = [
     "LogError",
     "LogBackend",
     "LogGap",
+    "LogReader",
     "OffsetBeyondLogEndError",
     "NewTopic",
     "Producer",
     "RebalanceListener",
     "RecordMetadata",
+    "RecordRange",
     "TopicDescription",
     "TopicExistsError",
     "UnknownTopicError",
@@ -336,6 +338,48 @@ class Admin(abc.ABC):
     def close(self) -> None: ...
 
 
+@attrs.frozen
+class RecordRange:
+    """What one ``LogReader.read`` found: whole batches of records in the asked range, and where to go on.
+
+    ``next_offset`` is where the next read of the range starts: the range's
+    end once it is done; with no batches, where the log ends for now.
+    """
+
+    batches: list[FetchedBatch]
+    next_offset: int
+
+
+class LogReader(abc.ABC):
+    """Reads partitions by offset range, outside any consumer group and committing nothing.
+
+    For jobs that plan their own reads, such as the Spark sinks' data source:
+    a planner asks for the partitions and their offsets, and workers read
+    ranges of them. One reader serves one thread. Made by
+    ``LogBackend.reader`` or, in a process that runs no worker, by
+    ``connect.log.open_log_reader``.
+    """
+
+    @abc.abstractmethod
+    def partition_offsets(self, topics: Sequence[str] = (), pattern: str | None = None
+                          ) -> dict[TopicPartition, tuple[int, int]]:
+        """(log start offset, log end offset) of every partition of ``topics`` (those that exist) and of every
+        non-internal topic whose whole name ``pattern`` matches."""
+
+    @abc.abstractmethod
+    def read(self, topic: str, partition: int, start: int, end: int, max_bytes: int = 4 << 20) -> RecordRange:
+        """Records of one partition with offsets in [``start``, ``end``), the first ones from ``start`` on.
+
+        Returns about ``max_bytes`` of records, at least one batch when there
+        is one. Offsets below the log start offset (deleted by retention) are
+        skipped with a warning; offsets that compaction removed are simply
+        absent. Raises UnknownTopicError for a partition that does not exist.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+
 class LogBackend(abc.ABC):
     """Makes producers, consumers and admin clients for one log (a directory or a cluster).
 
@@ -354,6 +398,10 @@ class LogBackend(abc.ABC):
 
     @abc.abstractmethod
     def admin(self, config: Mapping[str, Any] | None = None) -> Admin: ...
+
+    def reader(self) -> LogReader:
+        """A LogReader of this log (see LogReader)."""
+        raise NotImplementedError(f"{type(self).__name__} has no range reader")
 
     def health_problem(self) -> str | None:
         """None while the log is reachable; else one line on what is wrong (shown in task statuses)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -26,13 +26,28 @@ class TransformStage:
         return type(self.transform).__qualname__
 
 
+def _gated(transform: Callable[[ConnectRecord], ConnectRecord | None], test: Callable[[ConnectRecord], bool],
+           negate: bool) -> Callable[[ConnectRecord], ConnectRecord | None]:
+    """``transform`` applied only when ``test(record) XOR negate``; other records pass through unchanged."""
+
+    def step(record: ConnectRecord) -> ConnectRecord | None:
+        return transform(record) if bool(test(record)) != negate else record
+
+    return step
+
+
 class TransformationChain:
     def __init__(self, stages: list[TransformStage]) -> None:
         self.stages = stages
         # set when a stage raised: which transform (or its predicate) failed, for error reports
         self.failed_stage: TransformStage | None = None
-        self._steps = tuple((stage.transform.apply, stage.predicate.test if stage.predicate is not None else None,
-                             stage.negate) for stage in stages)
+        # one callable per stage, so that the per-record loop is a call and a None check per stage; only
+        # a stage with a predicate pays for the wrapper that tests it
+        self._steps = tuple(
+            stage.transform.apply if stage.predicate is None
+            else _gated(stage.transform.apply, stage.predicate.test, stage.negate)
+            for stage in stages
+        )
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         """The transformed record, or None when a transform dropped it.
@@ -42,11 +57,10 @@ class TransformationChain:
         """
         index = 0
         try:
-            for transform, test, negate in self._steps:
-                if test is None or bool(test(record)) != negate:
-                    record = transform(record)
-                    if record is None:
-                        return None
+            for step in self._steps:
+                record = step(record)  # type: ignore[assignment]
+                if record is None:
+                    return None
                 index += 1
         except BaseException:
             self.failed_stage = self.stages[index]

@@ -204,14 +204,15 @@ class Worker:
             wc = self._connectors.get(name)
             return wc is not None and wc.started
 
-    def connector_task_configs(self, name: str) -> list[dict[str, str]]:
-        """Ask the running connector for at most ``tasks.max`` task configs; adds ``task.class`` and, for
-        sinks, the topics."""
+    def connector_task_configs(self, name: str, max_tasks: int | None = None) -> list[dict[str, str]]:
+        """Ask the running connector for at most ``max_tasks`` (default: its ``tasks.max``) task configs; adds
+        ``task.class`` and, for sinks, the topics."""
         with self._lock:
             wc = self._connectors.get(name)
         if wc is None or not wc.started:
             return []
-        max_tasks = wc.parsed.tasks_max
+        if max_tasks is None:
+            max_tasks = wc.parsed.tasks_max
         configs = wc.connector.task_configs(max_tasks)
         task_class = wc.connector.task_class()
         out = []

@@ -4,6 +4,7 @@ Class names are Kafka's, so ``org.apache.kafka.connect.json.JsonConverter`` and
 friends in existing worker configs resolve to these.
 """
 
+from connect.api.version import distribution_version
 from plugins.converters.bytearray import ByteArrayConverter
 from plugins.converters.header import SimpleHeaderConverter
 from plugins.converters.json import JsonConverter
@@ -17,7 +18,7 @@ from plugins.converters.number import (
 )
 from plugins.converters.string import StringConverter
 
-__version__ = "0.1.0"
+__version__ = distribution_version(__name__)
 
 __all__ = [
     "BooleanConverter",

@@ -12,9 +12,8 @@ from connect.api import (
     ConnectRecord,
     Importance,
     NonEmptyString,
-    Predicate,
 )
-from plugins.predicates._common import VERSION
+from plugins.predicates._base import BuiltinPredicate
 
 __all__ = ["HasHeaderKey"]
 
@@ -26,17 +25,13 @@ CONFIG_DEF = ConfigDef().define(
 )
 
 
-class HasHeaderKey(Predicate[ConnectRecord]):
+class HasHeaderKey(BuiltinPredicate):
     """A predicate which is true for records with at least one header with the configured name."""
+
+    CONFIG_DEF = CONFIG_DEF
 
     def __init__(self) -> None:
         self._name = ""
-
-    def version(self) -> str:
-        return VERSION
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         self._name = AbstractConfig(CONFIG_DEF, configs).get_string(NAME) or ""

@@ -5,22 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect.api import AbstractConfig, ConfigDef, ConnectRecord, Predicate
-from plugins.predicates._common import VERSION
+from connect.api import AbstractConfig, ConfigDef, ConnectRecord
+from plugins.predicates._base import BuiltinPredicate
 
 __all__ = ["RecordIsTombstone"]
 
 CONFIG_DEF = ConfigDef()
 
 
-class RecordIsTombstone(Predicate[ConnectRecord]):
+class RecordIsTombstone(BuiltinPredicate):
     """A predicate which is true for records which are tombstones (i.e. have null value)."""
 
-    def version(self) -> str:
-        return VERSION
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
+    CONFIG_DEF = CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         AbstractConfig(CONFIG_DEF, configs)

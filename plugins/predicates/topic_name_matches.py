@@ -15,9 +15,9 @@ from connect.api import (
     Importance,
     LambdaValidator,
     NonEmptyString,
-    Predicate,
 )
-from plugins.predicates._common import VERSION, compile_java_regex
+from plugins._java_regex import compile_java_regex
+from plugins.predicates._base import BuiltinPredicate
 
 __all__ = ["TopicNameMatches"]
 
@@ -43,22 +43,18 @@ CONFIG_DEF = ConfigDef().define(
 )
 
 
-class TopicNameMatches(Predicate[ConnectRecord]):
+class TopicNameMatches(BuiltinPredicate):
     """A predicate which is true for records with a topic name that matches the configured regular expression.
 
     The whole topic must match, as with Java's ``Matcher.matches()``.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._pattern: re.Pattern[str] | None = None
         # Few distinct topics flow through a task, so each answer is remembered.
         self._answers: dict[str, bool] = {}
-
-    def version(self) -> str:
-        return VERSION
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         self._pattern = compile_java_regex(AbstractConfig(CONFIG_DEF, configs).get_string(PATTERN) or "")

@@ -20,7 +20,6 @@ from connect.api import (
     Date,
     Field,
     Importance,
-    LambdaValidator,
     Schema,
     SchemaBuilder,
     Struct,
@@ -28,19 +27,15 @@ from connect.api import (
     Timestamp,
     Type,
 )
-from plugins.transforms._common import (
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
-    KeyOrValueTransformation,
-    SchemaCache,
-    copy_schema_basics,
     define_replace_null_with_default,
-    field_value,
-    key_value_variants,
     parse_config,
-    require_map,
-    require_struct,
-    type_name,
+    parsed_by,
 )
+from plugins.transforms._requirements import require_map, require_struct, type_name
+from plugins.transforms._schemas import SchemaCache, copy_schema_basics, field_value
 
 __all__ = ["Cast"]
 
@@ -102,18 +97,11 @@ def _output_type(name: str, mappings: list[str]) -> Type:
     return target
 
 
-def _check_spec(name: str, value: Any) -> str | None:
-    try:
-        _parse_spec(value or [])
-    except ConfigException as exc:
-        return exc.reason
-    return None
-
 
 CONFIG_DEF = ConfigDef().define(
     SPEC,
     ConfigType.LIST,
-    validator=LambdaValidator(_check_spec, "list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>"),
+    validator=parsed_by(_parse_spec, "list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>"),
     importance=Importance.HIGH,
     documentation="List of fields and the type to cast them to of the form field1:type,field2:type to cast "
     "fields of Maps or Structs. A single type to cast the entire value. Valid types are int8, int16, int32, "
@@ -299,14 +287,13 @@ class Cast(KeyOrValueTransformation[ConnectRecord]):
     Use ``Cast.Key`` for the record key or ``Cast.Value`` for the value.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._casts: dict[str, Type] = {}
         self._whole_value: Type | None = None
         self._replace_null_with_default = True
         self._plans = SchemaCache()
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)
@@ -321,10 +308,7 @@ class Cast(KeyOrValueTransformation[ConnectRecord]):
         schema = self._operating_schema(record)
         if schema is None:
             return self._apply_schemaless(record, value)
-        plan = self._plans.get(schema)
-        if plan is None:
-            plan = self._plan(schema)
-            self._plans.put(schema, plan)
+        plan = self._plans.get_or_make(schema, self._plan)
         if self._whole_value is not None:
             return self._new_record(record, plan.schema, cast_value(schema, value, self._whole_value))
         struct = require_struct(value, _PURPOSE)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect.api import ConfigDef, ConfigType, ConnectHeaders, ConnectRecord, Importance, Transformation
-from plugins.transforms._common import VERSION, non_empty_list, parse_config
+from connect.api import ConfigDef, ConfigType, ConnectHeaders, ConnectRecord, Importance
+from plugins.transforms._base import BuiltinTransformation
+from plugins.transforms._config import non_empty_list, parse_config
 
 __all__ = ["DropHeaders"]
 
@@ -18,17 +19,13 @@ CONFIG_DEF = ConfigDef().define(
 )
 
 
-class DropHeaders(Transformation[ConnectRecord]):
+class DropHeaders(BuiltinTransformation[ConnectRecord]):
     """Removes one or more headers from each record."""
+
+    CONFIG_DEF = CONFIG_DEF
 
     def __init__(self) -> None:
         self._headers: frozenset[str] = frozenset()
-
-    def version(self) -> str:
-        return VERSION
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         self._headers = frozenset(parse_config(CONFIG_DEF, configs).get_list(HEADERS))

@@ -6,18 +6,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect.api import ConfigDef, ConfigType, ConnectRecord, DataException, Importance
-from plugins.transforms._common import (
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from plugins.transforms._config import (
     FIELD_SYNTAX_VERSION_CONFIG,
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
-    KeyOrValueTransformation,
-    SingleFieldPath,
     define_field_syntax_version,
     define_replace_null_with_default,
-    key_value_variants,
     parse_config,
-    require_map_or_none,
-    require_struct_or_none,
 )
+from plugins.transforms._field_path import SingleFieldPath
+from plugins.transforms._requirements import require_map_or_none, require_struct_or_none
 
 __all__ = ["ExtractField"]
 
@@ -41,13 +39,12 @@ class ExtractField(KeyOrValueTransformation[ConnectRecord]):
     Use ``ExtractField.Key`` for the record key or ``ExtractField.Value`` for the value.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._path = SingleFieldPath("")
         self._original_path = ""
         self._replace_null_with_default = True
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)

@@ -19,16 +19,10 @@ from connect.api import (
     Struct,
     Type,
 )
-from plugins.transforms._common import (
-    KeyOrValueTransformation,
-    SchemaCache,
-    copy_schema_basics,
-    key_value_variants,
-    parse_config,
-    require_map,
-    require_struct,
-    type_name,
-)
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from plugins.transforms._config import parse_config
+from plugins.transforms._requirements import require_map, require_struct, type_name
+from plugins.transforms._schemas import SchemaCache, copy_schema_basics
 
 __all__ = ["Flatten"]
 
@@ -68,12 +62,11 @@ class Flatten(KeyOrValueTransformation[ConnectRecord]):
     Use ``Flatten.Key`` for the record key or ``Flatten.Value`` for the value.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._delimiter = "."
         self._plans = SchemaCache()
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         self._delimiter = parse_config(CONFIG_DEF, configs).get_string(DELIMITER) or ""
@@ -88,10 +81,7 @@ class Flatten(KeyOrValueTransformation[ConnectRecord]):
             self._flatten_map(require_map(value, _PURPOSE), "", flat)
             return self._new_record(record, None, flat)
         struct = require_struct(value, _PURPOSE)
-        plan = self._plans.get(struct.schema)
-        if plan is None:
-            plan = self._plan(struct.schema)
-            self._plans.put(struct.schema, plan)
+        plan = self._plans.get_or_make(struct.schema, self._plan)
         flat_struct = Struct(plan.schema)
         for copy in plan.copies:
             current: Struct | None = struct

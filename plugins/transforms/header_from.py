@@ -17,19 +17,15 @@ from connect.api import (
     Struct,
     ValidString,
 )
-from plugins.transforms._common import (
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
-    KeyOrValueTransformation,
-    SchemaCache,
-    copy_schema_basics,
     define_replace_null_with_default,
-    field_value,
-    key_value_variants,
     non_empty_list,
     parse_config,
-    require_map,
-    require_struct,
 )
+from plugins.transforms._requirements import require_map, require_struct
+from plugins.transforms._schemas import SchemaCache, copy_schema_basics, field_value
 
 __all__ = ["HeaderFrom"]
 
@@ -62,6 +58,8 @@ class HeaderFrom(KeyOrValueTransformation[ConnectRecord]):
     Use ``HeaderFrom.Key`` for the record key or ``HeaderFrom.Value`` for the value.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._pairs: tuple[tuple[str, str], ...] = ()
         self._fields: frozenset[str] = frozenset()
@@ -69,9 +67,6 @@ class HeaderFrom(KeyOrValueTransformation[ConnectRecord]):
         self._purpose = "header copy"
         self._replace_null_with_default = True
         self._move_schemas = SchemaCache()
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)

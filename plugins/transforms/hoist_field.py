@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect.api import ConfigDef, ConfigType, ConnectRecord, Importance, SchemaBuilder, Struct
-from plugins.transforms._common import KeyOrValueTransformation, SchemaCache, key_value_variants, parse_config
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from plugins.transforms._config import parse_config
+from plugins.transforms._schemas import SchemaCache
 
 __all__ = ["HoistField"]
 
@@ -25,12 +27,11 @@ class HoistField(KeyOrValueTransformation[ConnectRecord]):
     Use ``HoistField.Key`` for the record key or ``HoistField.Value`` for the value.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._field = ""
         self._schemas = SchemaCache()
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         self._field = parse_config(CONFIG_DEF, configs).get_string(FIELD) or ""

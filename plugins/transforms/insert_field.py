@@ -17,19 +17,14 @@ from connect.api import (
     Struct,
     Timestamp,
 )
-from plugins.transforms._common import (
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
-    KeyOrValueTransformation,
-    SchemaCache,
-    copy_fields,
-    copy_schema_basics,
     define_replace_null_with_default,
-    key_value_variants,
     parse_config,
-    require_map,
-    require_sink_record,
-    require_struct,
 )
+from plugins.transforms._requirements import require_map, require_sink_record, require_struct
+from plugins.transforms._schemas import SchemaCache, copy_fields, copy_schema_basics
 
 __all__ = ["InsertField"]
 
@@ -96,6 +91,8 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
     Use ``InsertField.Key`` for the record key or ``InsertField.Value`` for the value.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._topic: _Spec | None = None
         self._partition: _Spec | None = None
@@ -106,9 +103,6 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
         self._static_only = False
         self._replace_null_with_default = True
         self._plans = SchemaCache()
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)
@@ -161,10 +155,7 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
 
     def _apply_with_schema(self, record: ConnectRecord, value: Any) -> ConnectRecord:
         struct = require_struct(value, _PURPOSE)
-        plan = self._plans.get(struct.schema)
-        if plan is None:
-            plan = self._plan(struct.schema)
-            self._plans.put(struct.schema, plan)
+        plan = self._plans.get_or_make(struct.schema, self._plan)
         updated = Struct(plan.schema)
         copy_fields(struct, updated, plan.copies, self._replace_null_with_default)
         if plan.topic is not None:

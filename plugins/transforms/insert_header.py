@@ -12,10 +12,10 @@ from connect.api import (
     Importance,
     NonNullValidator,
     SchemaAndValue,
-    Transformation,
 )
-from plugins.transforms._common import VERSION, parse_config
-from plugins.transforms._literals import parse_literal
+from connect.api.values import parse_string
+from plugins.transforms._base import BuiltinTransformation
+from plugins.transforms._config import parse_config
 
 __all__ = ["InsertHeader"]
 
@@ -31,7 +31,7 @@ CONFIG_DEF = (
 )
 
 
-class InsertHeader(Transformation[ConnectRecord]):
+class InsertHeader(BuiltinTransformation[ConnectRecord]):
     """Add a header to each record.
 
     The literal is typed once, at configure time, the way Connect's
@@ -39,20 +39,17 @@ class InsertHeader(Transformation[ConnectRecord]):
     other text a STRING).
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._header = ""
         self._literal = SchemaAndValue(None, None)
 
-    def version(self) -> str:
-        return VERSION
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
-
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)
         self._header = config.get_string(HEADER) or ""
-        self._literal = parse_literal(config.get_string(VALUE_LITERAL))
+        # Kafka's Values.parseString gives null for the literal "null": the header is then null
+        self._literal = parse_string(config.get_string(VALUE_LITERAL)) or SchemaAndValue(None, None)
 
     def apply(self, record: ConnectRecord) -> ConnectRecord:
         headers = record.headers.duplicate()

@@ -18,18 +18,15 @@ from connect.api import (
     Struct,
     Type,
 )
-from plugins.transforms._common import (
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
-    KeyOrValueTransformation,
     define_replace_null_with_default,
-    field_value,
-    key_value_variants,
     non_empty_list,
     parse_config,
-    require_map,
-    require_struct,
-    type_name,
 )
+from plugins.transforms._requirements import require_map, require_struct, type_name
+from plugins.transforms._schemas import field_value
 
 __all__ = ["MaskField"]
 
@@ -129,13 +126,12 @@ class MaskField(KeyOrValueTransformation[ConnectRecord]):
     Use ``MaskField.Key`` for the record key or ``MaskField.Value`` for the value.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._fields: frozenset[str] = frozenset()
         self._replacement: _Replacement | None = None
         self._replace_null_with_default = True
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)

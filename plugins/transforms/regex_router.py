@@ -6,14 +6,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from connect.api import ConfigDef, ConfigException, ConfigType, ConnectRecord, Importance, Transformation
-from plugins.transforms._common import (
-    VERSION,
-    JavaReplacement,
-    compile_java_regex,
-    parse_config,
-    regex_validator,
-)
+from connect.api import ConfigDef, ConfigException, ConfigType, ConnectRecord, Importance
+from plugins._java_regex import JavaReplacement, compile_java_regex
+from plugins.transforms._base import BuiltinTransformation
+from plugins.transforms._config import parse_config, regex_validator
 
 __all__ = ["RegexRouter"]
 
@@ -29,24 +25,20 @@ CONFIG_DEF = (
 )
 
 
-class RegexRouter(Transformation[ConnectRecord]):
+class RegexRouter(BuiltinTransformation[ConnectRecord]):
     """Update the record topic using the configured regular expression and replacement string.
 
     As with Java's ``Matcher.matches()``, the expression must match the whole
     topic; the replacement may refer to groups as ``$1`` or ``${name}``.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._regex: re.Pattern[str] | None = None
         self._replacement: JavaReplacement | None = None
         # Topics repeat endlessly, so each topic's outcome is worked out once.
         self._routes: dict[str, str] = {}
-
-    def version(self) -> str:
-        return VERSION
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)

@@ -13,23 +13,19 @@ from connect.api import (
     ConnectRecord,
     Field,
     Importance,
-    LambdaValidator,
     Schema,
     SchemaBuilder,
     Struct,
 )
-from plugins.transforms._common import (
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
-    KeyOrValueTransformation,
-    SchemaCache,
-    copy_fields,
-    copy_schema_basics,
     define_replace_null_with_default,
-    key_value_variants,
     parse_config,
-    require_map,
-    require_struct,
+    parsed_by,
 )
+from plugins.transforms._requirements import require_map, require_struct
+from plugins.transforms._schemas import SchemaCache, copy_fields, copy_schema_basics
 
 __all__ = ["ReplaceField"]
 
@@ -58,13 +54,6 @@ def _parse_renames(mappings: list[str]) -> dict[str, str]:
     return renames
 
 
-def _check_renames(name: str, value: Any) -> str | None:
-    try:
-        _parse_renames(value or [])
-    except ConfigException as exc:
-        return exc.reason
-    return None
-
 
 CONFIG_DEF = (
     ConfigDef()
@@ -77,7 +66,7 @@ CONFIG_DEF = (
     .define(DEPRECATED_INCLUDE, ConfigType.LIST, None, importance=Importance.LOW,
             documentation=f"Deprecated. Use {INCLUDE} instead.")
     .define(RENAMES, ConfigType.LIST, [],
-            LambdaValidator(_check_renames, "list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>"),
+            parsed_by(_parse_renames, "list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>"),
             Importance.MEDIUM, "Field rename mappings.")
 )
 define_replace_null_with_default(CONFIG_DEF)
@@ -110,6 +99,8 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
     Use ``ReplaceField.Key`` for the record key or ``ReplaceField.Value`` for the value.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._exclude: frozenset[str] = frozenset()
         self._include: frozenset[str] = frozenset()
@@ -117,9 +108,6 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         self._exclude_only = True
         self._replace_null_with_default = True
         self._plans = SchemaCache()
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, _translate_deprecated(configs))
@@ -148,10 +136,7 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
                 return self._new_record(record, None, updated)
             return self._new_record(record, None, self._replace_in_map(value))
         struct = require_struct(value, _PURPOSE)
-        plan = self._plans.get(struct.schema)
-        if plan is None:
-            plan = self._plan(struct.schema)
-            self._plans.put(struct.schema, plan)
+        plan = self._plans.get_or_make(struct.schema, self._plan)
         updated = Struct(plan.schema)
         copy_fields(struct, updated, plan.copies, self._replace_null_with_default)
         return self._new_record(record, plan.schema, updated)

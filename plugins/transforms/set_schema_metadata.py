@@ -16,16 +16,14 @@ from connect.api import (
     Struct,
     Type,
 )
-from plugins.transforms._common import (
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
-    KeyOrValueTransformation,
-    SchemaCache,
     define_replace_null_with_default,
-    field_value,
-    key_value_variants,
     parse_config,
-    require_schema,
 )
+from plugins.transforms._requirements import require_schema
+from plugins.transforms._schemas import SchemaCache, field_value
 
 __all__ = ["SetSchemaMetadata"]
 
@@ -49,14 +47,13 @@ class SetSchemaMetadata(KeyOrValueTransformation[ConnectRecord]):
     Use ``SetSchemaMetadata.Key`` for the record key or ``SetSchemaMetadata.Value`` for the value.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._name: str | None = None
         self._version: int | None = None
         self._replace_null_with_default = True
         self._schemas = SchemaCache()
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)

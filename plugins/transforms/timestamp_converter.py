@@ -24,20 +24,15 @@ from connect.api import (
     Type,
     ValidString,
 )
-from plugins.transforms._common import (
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
-    KeyOrValueTransformation,
-    SchemaCache,
-    copy_schema_basics,
     define_replace_null_with_default,
-    field_value,
-    key_value_variants,
     parse_config,
-    require_map,
-    require_struct_or_none,
-    type_name,
 )
 from plugins.transforms._dateformat import JavaDateFormat
+from plugins.transforms._requirements import require_map, require_struct_or_none, type_name
+from plugins.transforms._schemas import SchemaCache, copy_schema_basics, field_value
 
 __all__ = ["TimestampConverter"]
 
@@ -132,6 +127,8 @@ class TimestampConverter(KeyOrValueTransformation[ConnectRecord]):
     Use ``TimestampConverter.Key`` for the record key or ``TimestampConverter.Value`` for the value.
     """
 
+    CONFIG_DEF = CONFIG_DEF
+
     def __init__(self) -> None:
         self._field = ""
         self._target = TYPE_TIMESTAMP
@@ -140,9 +137,6 @@ class TimestampConverter(KeyOrValueTransformation[ConnectRecord]):
         self._replace_null_with_default = True
         self._translators: dict[str, _Translator] = self._build_translators()
         self._schemas = SchemaCache()
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)

@@ -12,9 +12,9 @@ from connect.api import (
     ConnectRecord,
     DataException,
     Importance,
-    Transformation,
 )
-from plugins.transforms._common import VERSION, parse_config
+from plugins.transforms._base import BuiltinTransformation
+from plugins.transforms._config import parse_config
 from plugins.transforms._dateformat import JavaDateFormat
 
 __all__ = ["TimestampRouter"]
@@ -33,11 +33,13 @@ CONFIG_DEF = (
 )
 
 
-class TimestampRouter(Transformation[ConnectRecord]):
+class TimestampRouter(BuiltinTransformation[ConnectRecord]):
     """Update the record's topic as a function of the original topic value and the record timestamp.
 
     Mainly useful for sink connectors, whose destination (table, index) follows the topic name.
     """
+
+    CONFIG_DEF = CONFIG_DEF
 
     _CACHE_SIZE = 1024
 
@@ -50,12 +52,6 @@ class TimestampRouter(Transformation[ConnectRecord]):
         # (topic, timestamp // unit) -> routed topic: records of one topic and one day (or whatever the
         # format's finest unit is) share the name, so most records cost one lookup
         self._routes: dict[tuple[str, int], str] = {}
-
-    def version(self) -> str:
-        return VERSION
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)

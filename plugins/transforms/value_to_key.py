@@ -16,19 +16,16 @@ from connect.api import (
     Schema,
     SchemaBuilder,
     Struct,
-    Transformation,
 )
-from plugins.transforms._common import (
+from plugins.transforms._base import BuiltinTransformation
+from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
-    VERSION,
-    SchemaCache,
-    copy_fields,
     define_replace_null_with_default,
     non_empty_list,
     parse_config,
-    require_map_or_none,
-    require_struct,
 )
+from plugins.transforms._requirements import require_map_or_none, require_struct
+from plugins.transforms._schemas import SchemaCache, copy_fields
 
 __all__ = ["ValueToKey"]
 
@@ -48,19 +45,15 @@ class _Plan(NamedTuple):
     copies: tuple[tuple[Field, Field], ...]
 
 
-class ValueToKey(Transformation[ConnectRecord]):
+class ValueToKey(BuiltinTransformation[ConnectRecord]):
     """Replace the record key with a new key formed from a subset of fields in the record value."""
+
+    CONFIG_DEF = CONFIG_DEF
 
     def __init__(self) -> None:
         self._fields: tuple[str, ...] = ()
         self._replace_null_with_default = True
         self._plans = SchemaCache()
-
-    def version(self) -> str:
-        return VERSION
-
-    def config(self) -> ConfigDef:
-        return CONFIG_DEF
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)
@@ -80,10 +73,7 @@ class ValueToKey(Transformation[ConnectRecord]):
                 key = {name: value.get(name) for name in self._fields}
             return record.new_record(key_schema=None, key=key)
         struct = require_struct(record.value, _PURPOSE)
-        plan = self._plans.get(struct.schema)
-        if plan is None:
-            plan = self._plan(struct.schema)
-            self._plans.put(struct.schema, plan)
+        plan = self._plans.get_or_make(struct.schema, self._plan)
         key_struct = Struct(plan.schema)
         copy_fields(struct, key_struct, plan.copies, self._replace_null_with_default)
         return record.new_record(key_schema=plan.schema, key=key_struct)

@@ -76,6 +76,7 @@ class RecordingSinkTask(SinkTask):
     def put(self, records):
         if self.fail_puts > 0:
             self.fail_puts -= 1
+            self.context.timeout(100)  # as a Kafka sink task sets its redelivery backoff (default 1 s)
             raise RetriableException(f"not ready yet ({self.fail_puts} more failures to come)")
         for r in records:
             if self.marker and self.marker in str(r.value):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import threading
 import time
@@ -34,10 +33,7 @@ from tests.support import (
     write_properties,
 )
 
-pytestmark = [
-    pytest.mark.timeout(180),
-    pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed (apt-get install -y kcat)"),
-]
+pytestmark = pytest.mark.timeout(180)
 
 STRING = "org.apache.kafka.connect.storage.StringConverter"
 JSON = "org.apache.kafka.connect.json.JsonConverter"
@@ -119,7 +115,7 @@ def _wait_rest(port: int, worker) -> None:  # noqa: ANN001 - a CliProcess
 
 
 # --- the quickstart ----------------------------------------------------------------------------------------------
-def test_file_quickstart_through_kafka_keeps_order_per_partition(tmp_path, kafka, unique_topic):
+def test_file_quickstart_through_kafka_keeps_order_per_partition(tmp_path, kcat, kafka, unique_topic):
     topic = unique_topic("quickstart")
     source_file = tmp_path / "test.txt"
     source_file.write_text("".join(f"line-{i:05d}\n" for i in range(2000)))
@@ -179,7 +175,7 @@ def test_file_quickstart_through_kafka_keeps_order_per_partition(tmp_path, kafka
     assert "PartitionCount: 1" in res.stdout.decode()
 
 
-def test_topic_and_console_tools_on_kafka(tmp_path, kafka, unique_topic):
+def test_topic_and_console_tools_on_kafka(tmp_path, kcat, kafka, unique_topic):
     cfg = _worker(tmp_path, kafka, unique_topic)
     topic = unique_topic("tools")
 
@@ -214,7 +210,7 @@ def test_topic_and_console_tools_on_kafka(tmp_path, kafka, unique_topic):
 
 
 # --- interoperability ------------------------------------------------------------------------------------------------
-def test_json_records_are_byte_identical_to_kafka_connect_and_kcat_records_reach_a_sink(tmp_path, kafka,
+def test_json_records_are_byte_identical_to_kafka_connect_and_kcat_records_reach_a_sink(tmp_path, kcat, kafka,
                                                                                          unique_topic):
     out_topic, in_topic = unique_topic("json-out"), unique_topic("json-in")
     lines = ["plain", 'quotes "and" back\\slash', "tab\there", "ünïcödé ✓ 😀", "", "/slash/ <tag> &amp;"]
@@ -256,7 +252,7 @@ def _topic_exists(kafka: KafkaService, topic: str) -> bool:
     return any(t["topic"] == topic and not t.get("error") and t["partitions"] for t in meta["topics"])
 
 
-def test_sink_offsets_are_visible_to_kafka_tools_as_group_connect_name(tmp_path, kafka, unique_topic):
+def test_sink_offsets_are_visible_to_kafka_tools_as_group_connect_name(tmp_path, kcat, kafka, unique_topic):
     topic = unique_topic("offsets")
     _kcat("-b", kafka.bootstrap_servers, "-P", "-t", topic, input="".join(f"r{i}\n" for i in range(500)).encode())
     port = free_port()
@@ -287,7 +283,7 @@ def test_sink_offsets_are_visible_to_kafka_tools_as_group_connect_name(tmp_path,
 
 
 # --- the config topic in Kafka -------------------------------------------------------------------------------------
-def test_connectors_created_over_rest_live_in_the_kafka_config_topic(tmp_path, kafka, unique_topic):
+def test_connectors_created_over_rest_live_in_the_kafka_config_topic(tmp_path, kcat, kafka, unique_topic):
     topic = unique_topic("rest")
     (tmp_path / "in.txt").write_text("".join(f"a{i}\n" for i in range(50)))
     port = free_port()
@@ -513,6 +509,7 @@ def test_broker_outage_of_20s_is_ridden_out_without_a_worker_restart(tmp_path, k
 
 
 # --- bad input ------------------------------------------------------------------------------------------------------------
+@pytest.mark.kafka  # the Kafka backend's client, without a broker: part of the Kafka suite
 def test_unreachable_bootstrap_servers_fail_fast_with_one_error_line(tmp_path, unique_topic):
     cfg = worker_properties(tmp_path, free_port(), bootstrap_servers="127.0.0.1:1", request_timeout_ms=3000,
                             config_storage_topic=unique_topic("configs"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import httpx
@@ -85,6 +84,10 @@ def _status(c: httpx.Client, name: str) -> dict:
     return r.json()
 
 
+def _offsets(c: httpx.Client, name: str) -> list[dict]:
+    return [o["offset"] for o in c.get(f"/connectors/{name}/offsets").json()["offsets"]]
+
+
 def _wait_state(c: httpx.Client, name: str, state: str, tasks: int | None = None) -> dict:
     def check():
         s = _status(c, name)
@@ -129,13 +132,22 @@ def test_full_lifecycle_over_http(worker, tmp_path):
         assert c.get("/connectors/src/tasks/0/status").json()["state"] == "RUNNING"
         assert c.get("/connectors/src/topics").json() == {"src": {"topics": ["lines"]}}
 
-        # pause: no new lines arrive
+        # pause: no new lines arrive, while a running copy of the pair (the control) copies them
+        control_file = tmp_path / "control.txt"
+        for name, config in (("control-src", {"connector.class": "FileStreamSource", "file": str(src_file),
+                                              "topic": "control"}),
+                             ("control-snk", {"connector.class": "FileStreamSink", "file": str(control_file),
+                                              "topics": "control"})):
+            assert c.put(f"/connectors/{name}/config", json=config).status_code == 201
+        wait_until(lambda: line_count(control_file) >= 100, 30, what="the control's first lines")
         assert c.put("/connectors/src/pause").status_code == 202
         _wait_state(c, "src", "PAUSED")
         with open(src_file, "a") as fh:
             fh.write("".join(f"b{i}\n" for i in range(50)))
-        time.sleep(3)
+        wait_until(lambda: line_count(control_file) >= 150, 30, what="the control to copy the new lines")
         assert line_count(sink_file) == 100
+        for name in ("control-src", "control-snk"):
+            assert c.delete(f"/connectors/{name}").status_code == 204
         # resume: they do
         assert c.put("/connectors/src/resume").status_code == 202
         _wait_state(c, "src", "RUNNING")
@@ -156,7 +168,8 @@ def test_full_lifecycle_over_http(worker, tmp_path):
             {"partition": {"filename": str(src_file)}, "offset": {"position": 0}}]})
         assert r.status_code == 200 and "altered successfully" in r.json()["message"]
         assert c.get("/connectors/src/offsets").json()["offsets"][0]["offset"] == {"position": 0}
-        sink_offsets = c.get("/connectors/snk/offsets").json()["offsets"]
+        sink_offsets = wait_until(lambda: c.get("/connectors/snk/offsets").json()["offsets"], 30,
+                                  what="the sink's first offset commit")
         assert sink_offsets[0]["partition"] == {"kafka_topic": "lines", "kafka_partition": 0}
         assert isinstance(sink_offsets[0]["offset"]["kafka_offset"], int)
         # resuming re-reads the file from the start
@@ -193,7 +206,9 @@ def test_restart_keeps_rest_created_connectors_state_and_offsets(tmp_path):
         assert c.post("/connectors", json={"name": "paused-src", "initial_state": "PAUSED", "config": {
             "connector.class": "FileStreamSource", "file": str(src_file), "topic": "t2"}}).status_code == 201
         _wait_state(c, "paused-src", "PAUSED")
-        time.sleep(1.5)  # one offset flush interval
+        size = src_file.stat().st_size
+        wait_until(lambda: _offsets(c, "src") == [{"position": size}] and _offsets(c, "snk") == [{"kafka_offset": 200}],
+                   30, what="the offsets of all 200 lines committed")
     w.stop()
     w.start()  # same worker config, same log directory
     try:
@@ -203,8 +218,8 @@ def test_restart_keeps_rest_created_connectors_state_and_offsets(tmp_path):
             _wait_state(c, "src", "RUNNING")
             with open(src_file, "a") as fh:
                 fh.write("y0\n")
-            wait_until(lambda: line_count(sink_file) >= 201, 30)
-            time.sleep(2)
+            # y0 comes after anything re-read, on either side: once it is written, a duplicate would show
+            wait_until(lambda: sink_file.read_text().endswith("y0\n"), 30, what="y0 in the sink file")
             # offsets survived: nothing was re-read
             assert sink_file.read_text().splitlines() == [f"x{i}" for i in range(200)] + ["y0"]
     finally:

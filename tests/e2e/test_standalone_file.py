@@ -14,6 +14,7 @@ import pytest
 
 from connect.api.topic_partition import TopicPartition
 from connect.log import open_log_backend
+from connect.log.api import NewTopic
 from tests.support import (
     connect_standalone,
     line_count,
@@ -112,8 +113,17 @@ def test_kill_9_mid_stream_loses_nothing_and_bounds_duplicates(tmp_path):
         thread.join()
     worker = connect_standalone(tmp_path, worker_cfg, src, snk)
     try:
-        wait_until(lambda: line_count(tmp_path / "test.sink.txt") >= total, 120, what="all lines after restart")
-        time.sleep(1.0)
+        # done when the source has committed the whole file (it appends nothing more) and the sink has
+        # written every record of the topic, replays included
+        backend = open_log_backend({"embedded.log.dir": str(tmp_path / "data")})
+        admin = backend.admin()
+        try:
+            wait_until(lambda: _committed_source_lines(tmp_path, source_file) == total
+                       and line_count(tmp_path / "test.sink.txt") >= admin.describe_topic("connect-test").offsets[0][1],
+                       120, interval=0.2, what="every line read and every record written after restart")
+        finally:
+            admin.close()
+            backend.close()
     finally:
         assert worker.terminate() == 0, worker.log()
     lines = (tmp_path / "test.sink.txt").read_text().splitlines()
@@ -249,16 +259,21 @@ def test_kill_9_under_cpu_load_duplicates_no_more_than_one_flush_interval(tmp_pa
 
 def test_torn_segment_tail_is_recovered_by_the_cli_tools(tmp_path):
     cfg = worker_properties(tmp_path)
+    # three batches of 100 written by the log's own producer (the CLI tools are what is tested below)
+    backend = open_log_backend({"embedded.log.dir": str(tmp_path / "data")})
+    backend.admin().create_topic(NewTopic("torn", 1))
+    producer = backend.producer()
     for part in range(3):
-        data = "".join(f"batch{part}-{i}\n" for i in range(100)).encode()
-        res = run_cli(["headrace", "console-producer", "-c", str(cfg), "--topic", "torn"], input=data)
-        assert res.returncode == 0, res.stderr
+        producer.send_batch("torn", 0, [f"batch{part}-{i}".encode() for i in range(100)])
+        assert producer.flush(30) == 0
+    producer.close()
+    backend.close()
     segment = sorted((tmp_path / "data" / "torn-0").glob("*.log"))[-1]
     size = segment.stat().st_size
     with open(segment, "r+b") as fh:
         fh.truncate(size - 37)  # cut the last batch in the middle
     res = run_cli(["headrace", "console-consumer", "-c", str(cfg), "--topic", "torn", "--from-beginning",
-                   "--timeout-ms", "1500"])
+                   "--timeout-ms", "5000"])
     assert res.returncode == 0, res.stderr
     values = res.stdout.decode().splitlines()
     assert values == [f"batch{p}-{i}" for p in range(2) for i in range(100)]
@@ -266,7 +281,7 @@ def test_torn_segment_tail_is_recovered_by_the_cli_tools(tmp_path):
     res = run_cli(["headrace", "console-producer", "-c", str(cfg), "--topic", "torn"], input=b"after\n")
     assert res.returncode == 0, res.stderr
     res = run_cli(["headrace", "console-consumer", "-c", str(cfg), "--topic", "torn", "--from-beginning",
-                   "--timeout-ms", "1500", "--property", "print.offset=true", "--property", "key.separator=|"])
+                   "--timeout-ms", "5000", "--property", "print.offset=true", "--property", "key.separator=|"])
     assert res.stdout.decode().splitlines()[-1] == "0:200|after"
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import threading
 import time
@@ -26,32 +25,14 @@ from connect.log.api import (
 from connect.log.kafka.admin import KafkaAdmin
 from connect.log.kafka.backend import KafkaBackend
 from connect.log.kafka.config import _CONSUMER, _GLOBAL, _PRODUCER, client_config, librdkafka_scope
-from connect.log.kafka.consumer import KafkaConsumer, librdkafka_pattern
+from connect.log.kafka.consumer import librdkafka_pattern
 from services.kafka import KafkaService
+from tests.support import drain, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
 # Faster group rebalances than librdkafka's 3 s heartbeat; nothing else differs.
 FAST_GROUP = {"heartbeat.interval.ms": "500", "session.timeout.ms": "6000", "auto.offset.reset": "earliest"}
-
-
-def wait_until(cond: Callable[[], bool], timeout: float = 30.0, step: float = 0.1) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(step)
-
-
-def drain(consumer: KafkaConsumer, count: int, timeout: float = 20.0) -> list[FetchedBatch]:
-    """Poll until ``count`` records arrived; the batches as returned."""
-    got: list[FetchedBatch] = []
-    deadline = time.monotonic() + timeout
-    while sum(len(b) for b in got) < count:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"got {sum(len(b) for b in got)} of {count} records")
-        got.extend(consumer.poll(0.2, 1000))
-    return got
 
 
 # -- no broker needed ------------------------------------------------------------------
@@ -295,9 +276,7 @@ def test_no_offset_with_reset_none_is_an_error(
     with pytest.raises(LogError, match="auto.offset.reset is none"):
         consumer.position(TopicPartition(topic, 0))
     with pytest.raises(LogError) as info:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            consumer.poll(0.2)
+        wait_until(lambda: consumer.poll(0.2) and False, 20, interval=0, what="poll to raise")
     assert not info.value.retriable
     consumer.close()
 
@@ -453,15 +432,10 @@ def test_producer_rides_out_a_broker_crash(
 
 # -- interoperability with an independent client ------------------------------------------------
 
-kcat = shutil.which("kcat")
-
-
 @pytest.mark.kafka
-@pytest.mark.skipif(kcat is None, reason="kcat is not installed (apt-get install -y kcat)")
 def test_kcat_interop(
-    kafka: KafkaService, backend: KafkaBackend, admin: KafkaAdmin, unique_topic: Callable[..., str]
+    kcat: str, kafka: KafkaService, backend: KafkaBackend, admin: KafkaAdmin, unique_topic: Callable[..., str]
 ) -> None:
-    assert kcat is not None
     to_us, from_us = unique_topic("kcat-in"), unique_topic("kcat-out")
     admin.create_topic(NewTopic(to_us, partitions=1))
     admin.create_topic(NewTopic(from_us, partitions=1))

@@ -10,17 +10,11 @@ from confluent_kafka import KafkaError
 from connect.log import open_log_backend
 from connect.log.kafka.health import ClusterHealth
 from services.base import free_port
+from tests.support import wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
 ALL_DOWN = KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down")
-
-
-def _wait(cond, timeout: float = 15.0) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 def test_nothing_to_report_and_nothing_running_while_the_cluster_answers(kafka) -> None:
@@ -30,7 +24,7 @@ def test_nothing_to_report_and_nothing_running_while_the_cluster_answers(kafka) 
         # a client that saw every broker go (say, a connection closed for idleness) only raises a
         # suspicion; the probe finds the cluster answering and nothing is reported
         backend.health.on_error(ALL_DOWN)
-        _wait(lambda: backend.health._probe_thread is None)
+        wait_until(lambda: backend.health._probe_thread is None)
         assert backend.health_problem() is None
         # other errors never start the probe
         backend.health.on_error(KafkaError(KafkaError._TRANSPORT, "disconnected"))
@@ -46,7 +40,7 @@ def test_an_unreachable_cluster_is_reported_with_since_when_and_why() -> None:
         assert health.problem() is None
         before = time.time()
         health.on_error(ALL_DOWN)
-        _wait(lambda: health.problem() is not None)
+        wait_until(lambda: health.problem() is not None)
         problem = health.problem()
         assert f"bootstrap.servers={servers} unreachable since" in problem
         assert "retries until Kafka is back" in problem
@@ -58,7 +52,7 @@ def test_an_unreachable_cluster_is_reported_with_since_when_and_why() -> None:
         assert health._down_since == since
     finally:
         health.close()
-    _wait(lambda: health._probe_thread is None)
+    wait_until(lambda: health._probe_thread is None)
 
 
 def test_the_end_of_an_outage_clears_the_report(kafka) -> None:
@@ -71,9 +65,9 @@ def test_the_end_of_an_outage_clears_the_report(kafka) -> None:
     health._probe = lambda: next(answers, None) or real_probe()  # type: ignore[method-assign]
     try:
         health.on_error(ALL_DOWN)
-        _wait(lambda: health.problem() is not None)
+        wait_until(lambda: health.problem() is not None)
         assert "_TRANSPORT" in health.problem()
-        _wait(lambda: health.problem() is None)
+        wait_until(lambda: health.problem() is None)
         assert health._probe_thread is None
     finally:
         health.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import pytest
 
@@ -12,6 +11,7 @@ from connect.api.topic_partition import TopicPartition
 from connect.log.api import NewTopic
 from connect.log.embedded.backend import EmbeddedBackend
 from connect.log.embedded.partition import now_ms
+from tests.support import wait_until
 
 QUIET = {"log.retention.check.interval.ms": 3_600_000}
 DAY = 86_400_000
@@ -185,9 +185,7 @@ def test_cleaner_thread_runs_on_its_interval_and_stops_on_close(tmp_path) -> Non
     for _ in range(20):
         producer.send_batch("r", 0, [b"x" * 50, b"y" * 50])
     producer.flush()
-    deadline = time.monotonic() + 20
-    while len(log_files(tmp_path, TopicPartition("r", 0))) > 1:
-        assert time.monotonic() < deadline, "the cleaner never ran"
-        time.sleep(0.05)
+    wait_until(lambda: len(log_files(tmp_path, TopicPartition("r", 0))) <= 1, 20, interval=0.05,
+               what="the cleaner to delete the old segments")
     backend.close()
     assert not mine[0].is_alive()

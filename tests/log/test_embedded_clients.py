@@ -11,6 +11,7 @@ from connect.api.topic_partition import TopicPartition
 from connect.log.api import LogError, NewTopic, RecordMetadata, UnknownTopicError
 from connect.log.embedded.backend import EmbeddedBackend
 from connect.log.embedded.partitioner import partition_for_key
+from tests.support import drain
 
 pytestmark = pytest.mark.timeout(60)
 QUIET = {"log.retention.check.interval.ms": 3_600_000}
@@ -22,15 +23,6 @@ def backend(tmp_path):
     b = EmbeddedBackend(str(tmp_path), QUIET)
     yield b
     b.close()
-
-
-def drain(consumer, count: int, max_records: int = 100_000, timeout: float = 10.0):
-    got = []
-    deadline = time.monotonic() + timeout
-    while sum(len(b) for b in got) < count:
-        assert time.monotonic() < deadline, f"only {sum(len(b) for b in got)} of {count} records"
-        got.extend(consumer.poll(0.1, max_records))
-    return got
 
 
 def test_send_round_trip_with_callbacks(backend) -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import gc
-import time
 
 import pytest
 
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import LogError, NewTopic, RebalanceListener
 from connect.log.embedded.backend import EmbeddedBackend
+from tests.support import wait_until
 
 pytestmark = pytest.mark.timeout(60)
 QUIET = {"log.retention.check.interval.ms": 3_600_000}
@@ -32,11 +32,14 @@ def tps(topic: str, *parts: int) -> list[TopicPartition]:
 
 
 def poll_until(condition, consumers, timeout: float = 10.0, max_records: int = 500) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "group did not settle"
+    def settled() -> bool:
+        if condition():
+            return True
         for c in consumers:
             c.poll(0.01, max_records)
+        return False
+
+    wait_until(settled, timeout, interval=0, what="the group to settle")
 
 
 def test_two_members_split_four_partitions_and_one_takes_over(tmp_path) -> None:
@@ -127,11 +130,8 @@ def test_pattern_subscription_picks_up_new_topics(tmp_path) -> None:
     producer = backend.producer()
     producer.send_batch("logs-b", 1, [b"hello"])
     producer.flush()
-    deadline = time.monotonic() + 10
-    values = []
-    while not values:
-        assert time.monotonic() < deadline
-        values = [v for fb in consumer.poll(0.1) for v in fb.values]
+    values = wait_until(lambda: [v for fb in consumer.poll(0.1) for v in fb.values], 10, interval=0,
+                        what="the record on the new topic")
     assert values == [b"hello"]
     assert consumer.assignment() == {TopicPartition("logs-a", 0), *tps("logs-b", 0, 1)}
     assert listener.events[-1] == ("assigned", tps("logs-b", 0, 1))

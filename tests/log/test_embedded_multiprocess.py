@@ -8,13 +8,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import NewTopic
 from connect.log.embedded.backend import EmbeddedBackend
+from tests.support import wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -111,14 +111,16 @@ def test_reader_tails_a_writer_in_another_process(tmp_path) -> None:
     consumer.assign([TP])
     (writer,) = spawn_writers(tmp_path, ["w"], 60, pause=0.01)
     values: list[bytes] = []
-    next_offset = 0
-    deadline = time.monotonic() + 60
-    while writer.poll() is None or consumer.end_offsets([TP])[TP] > next_offset:
-        assert time.monotonic() < deadline
+
+    def caught_up() -> bool:
+        next_offset = len(values)
         for fb in consumer.poll(0.2, 1000):
             assert fb.offsets[0] == next_offset  # in order, nothing skipped, nothing twice
             next_offset = fb.offsets[-1] + 1
             values.extend(fb.values)
+        return writer.poll() is not None and consumer.end_offsets([TP])[TP] <= next_offset
+
+    wait_until(caught_up, 60, interval=0, what="the reader to reach the writer's end")
     total = int(writer.communicate()[0].split()[-1])
     assert writer.returncode == 0
     check_writer_records(values, "w", total)

@@ -7,26 +7,14 @@ so states are polled rather than assumed to change at once.
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kafka_connect import KafkaConnect
 from requests.exceptions import HTTPError
 
-
-def wait_for(check: Callable[[], Any], what: str, timeout_s: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+from tests.support import wait_until
 
 
 def connector_state(client: KafkaConnect, name: str) -> str:
@@ -58,16 +46,16 @@ def test_kafka_connect_py_manages_a_connector(rest_base_url: str, tmp_path: Path
     assert client.list_connectors(expand="info")[name]["info"]["config"]["connector.class"] == "FileStreamSource"
     assert client.get_connector(name)["name"] == name
     assert client.get_connector_config(name)["topic"] == f"{name}-topic"
-    wait_for(lambda: connector_state(client, name) == "RUNNING", "RUNNING")
-    tasks = wait_for(lambda: client.list_connector_tasks(name), "a task")
+    wait_until(lambda: connector_state(client, name) == "RUNNING", what="RUNNING")
+    tasks = wait_until(lambda: client.list_connector_tasks(name), what="a task")
     assert tasks[0]["id"] == {"connector": name, "task": 0}
     assert client.get_connector_task_status(name, 0)["id"] == 0
 
     assert client.pause_connector(name) is None
-    wait_for(lambda: connector_state(client, name) == "PAUSED", "PAUSED")
+    wait_until(lambda: connector_state(client, name) == "PAUSED", what="PAUSED")
     assert name in client.list_connectors(expand="status", state="paused")
     assert client.resume_connector(name) is None
-    wait_for(lambda: connector_state(client, name) == "RUNNING", "RUNNING after resume")
+    wait_until(lambda: connector_state(client, name) == "RUNNING", what="RUNNING after resume")
 
     # The client sends the flags as Python's "False"/"True"; both spellings must work.
     assert client.restart_connector(name) is None
@@ -75,7 +63,7 @@ def test_kafka_connect_py_manages_a_connector(rest_base_url: str, tmp_path: Path
     assert restarted["name"] == name
 
     assert client.delete_connector(name) is None
-    wait_for(lambda: name not in client.list_connectors(), "deletion")
+    wait_until(lambda: name not in client.list_connectors(), what="deletion")
     with pytest.raises(HTTPError) as e:
         client.get_connector(name)
     assert e.value.response.status_code == 404

@@ -1,7 +1,11 @@
-"""Fixtures of the Spark sink tests (helpers are in support.py)."""
+"""Fixtures of the Spark sink tests (helpers are in support.py).
+
+Every test here is marked ``spark`` by tests/conftest.py, which also stops the run when PySpark is missing.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Iterator
@@ -9,7 +13,10 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pyspark")
+# the modules here import PySpark (through spark_sinks) when they are collected: say what is missing
+# before any of them fails on it
+if importlib.util.find_spec("pyspark") is None:
+    raise pytest.UsageError("tests/spark needs PySpark: pip install -e '.[test]' (scripts/install.sh)")
 
 
 @pytest.fixture(scope="session")

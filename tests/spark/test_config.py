@@ -11,7 +11,7 @@ from services.base import free_port
 from spark_sinks.config import java_to_spark_pattern
 from spark_sinks.hdfs import HdfsSparkSink, HdfsSparkSinkTask, check_reachable, parse_path_format
 from spark_sinks.logsource import _cap
-from spark_sinks.search import ElasticsearchSparkSink, engine_of
+from spark_sinks.search import ElasticsearchSparkSink, engine_of, outcome, request_failure
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +103,41 @@ def test_unreachable_hdfs_is_named_in_the_error() -> None:
     sink = HdfsSparkSink()
     with pytest.raises(ConnectException, match=url):
         sink.start({"name": "h", "topics": "t", "hdfs.url": url})
+
+
+def test_bulk_item_outcomes_by_http_status() -> None:
+    assert [outcome("index", s) for s in (201, 409, 429, 503, 400, 403)] == [
+        "done", "done", "retriable", "retriable", "malformed", "rejected"]
+    assert outcome("update", 409) == "rejected"  # an upsert has no external version: a conflict is not a replay
+    assert outcome("delete", 404) == "done" and outcome("index", 404) == "rejected"
+
+
+def test_bulk_request_failures_by_exception_type_and_status() -> None:
+    from elastic_transport import ApiResponseMeta, ConnectionTimeout, HttpHeaders, NodeConfig
+    from elasticsearch import ApiError
+    from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
+    from opensearchpy.exceptions import SSLError, TransportError
+
+    from connect.api import RetriableException
+
+    opensearch = {"engine": "opensearch", "urls": ["http://os:9200"], "max_retries": 3}
+    elastic = {**opensearch, "engine": "elasticsearch"}
+
+    def es_error(status: int) -> ApiError:
+        meta = ApiResponseMeta(status, "1.1", HttpHeaders(), 0.1, NodeConfig("http", "es", 9200))
+        return ApiError("error", meta, {"error": "x"})
+
+    for exc, settings in ((OpenSearchConnectionError("N/A", "refused", None), opensearch),
+                          (TransportError(429, "es_rejected_execution_exception", {}), opensearch),
+                          (TransportError(503, "unavailable", {}), opensearch),
+                          (ConnectionTimeout("timed out"), elastic), (es_error(429), elastic)):
+        failure = request_failure(exc, settings)
+        assert isinstance(failure, RetriableException), exc
+        assert "after 3 retries" in str(failure)
+    for exc, settings in ((TransportError(401, "security_exception", {}), opensearch), (es_error(403), elastic)):
+        failure = request_failure(exc, settings)
+        assert not isinstance(failure, RetriableException) and "was refused with HTTP 4" in str(failure)
+    # a TLS failure is a connection error by type, but no retry mends it
+    tls = request_failure(SSLError("N/A", "certificate verify failed", None), opensearch)
+    assert not isinstance(tls, RetriableException) and "TLS" in str(tls)
+    assert not isinstance(request_failure(ValueError("bad"), elastic), RetriableException)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -20,11 +21,12 @@ class Collector:
     """A streaming query whose batches are kept in memory: (batch id, rows)."""
 
     def __init__(self, spark: Any, log_dir: str, checkpoint: str, max_per_trigger: int = 0,
-                 starting: str = "earliest", known_start: str = "", topic: str = "t") -> None:
+                 starting: str = "earliest", known_start: str = "", topic: str = "t", df: Any = None) -> None:
         self.batches: list[tuple[int, list[Any]]] = []
         self._lock = threading.Lock()
-        df = read_stream(spark, {"topics": topic}, {"embedded.log.dir": log_dir}, starting, max_per_trigger,
-                         known_start)
+        if df is None:
+            df = read_stream(spark, {"topics": topic}, {"embedded.log.dir": log_dir}, starting, max_per_trigger,
+                             known_start)
         self.query = (df.writeStream.foreachBatch(self._batch).option("checkpointLocation", checkpoint)
                       .trigger(processingTime="200 milliseconds").start())
 
@@ -83,7 +85,7 @@ def test_reads_every_record_once_with_kafka_columns_and_caps_batches(tmp_path, s
         assert sorted(json.loads(r["value"])["id"] for r in c.rows()) == list(range(4000, 7000))
     finally:
         c.stop()
-    assert end_offsets(log_dir, ["t"]) == {"t": {"0": 3500, "1": 3500}}
+    assert end_offsets({"embedded.log.dir": log_dir}, ["t"]) == {"t": {"0": 3500, "1": 3500}}
 
 
 def test_headers_nulls_starting_offsets_and_new_partitions(tmp_path, spark):
@@ -104,7 +106,7 @@ def test_headers_nulls_starting_offsets_and_new_partitions(tmp_path, spark):
         c.stop()
     assert [r["offset"] for r in rows] == [1, 2]
     assert rows[0]["value"] is None and rows[0]["key"] == b"k" and rows[1]["value"] == b'{"a":3}'
-    assert end_offsets(log_dir, ["h"]) == {"h": {"0": 3}}
+    assert end_offsets({"embedded.log.dir": log_dir}, ["h"]) == {"h": {"0": 3}}
 
     c = Collector(spark, log_dir, str(tmp_path / "cp2"), topic="h")
     try:
@@ -118,3 +120,36 @@ def test_headers_nulls_starting_offsets_and_new_partitions(tmp_path, spark):
         c.stop()
         producer.close()
         backend.close()
+
+
+@pytest.mark.kafka
+def test_the_source_reads_kafka_through_the_same_log_interface(tmp_path, spark, kafka):
+    from connect.log import open_log_backend
+    from connect.log.api import NewTopic
+    from spark_sinks.logsource import NAME
+
+    topic = f"k-{uuid.uuid4().hex[:8]}"
+    settings = {"bootstrap.servers": kafka.bootstrap_servers}
+    backend = open_log_backend(settings)
+    try:
+        backend.admin().create_topic(NewTopic(topic, 2, 1))
+        producer = backend.producer({"acks": "all"})
+        for p in range(2):
+            producer.send_batch(topic, p, [json.dumps({"id": 2 * i + p}).encode() for i in range(300)],
+                                keys=[f"k{2 * i + p}".encode() for i in range(300)])
+        assert producer.flush(30) == 0
+        producer.close()
+    finally:
+        backend.close()
+    df = (spark.readStream.format(NAME).options(**settings).option("subscribe", topic)
+          .option("maxOffsetsPerTrigger", "250").option("knownStart", "initial").load())
+    c = Collector(spark, "", str(tmp_path / "cp"), df=df)
+    try:
+        rows = c.wait(600)
+        time.sleep(1)
+        assert len(c.rows()) == 600 and max(len(b) for _, b in c.batches) <= 250
+    finally:
+        c.stop()
+    assert sorted(json.loads(r["value"])["id"] for r in rows) == list(range(600))
+    assert {(r["partition"], r["offset"]) for r in rows} == {(p, o) for p in range(2) for o in range(300)}
+    assert end_offsets(settings, [topic]) == {topic: {"0": 300, "1": 300}}

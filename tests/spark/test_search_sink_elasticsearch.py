@@ -95,3 +95,26 @@ def test_keyed_upsert_insert_and_tombstones(tmp_path, elasticsearch, spark):
     # the version of each document is the offset of its latest record: round 2 of key i is at offset 100 + i
     r = es.get(f"/{topic}-insert/_doc/k7")
     assert r.status_code == 200 and r.json()["_version"] == 107
+
+
+def test_a_document_the_cluster_refuses_fails_the_task_unless_tolerated(tmp_path, elasticsearch, spark):
+    from tests.spark.support import wait_until
+
+    es = httpx.Client(base_url=elasticsearch.url, timeout=30)
+    topic = f"blocked-{uuid.uuid4().hex[:8]}"
+    # a write-blocked index: each document is refused with 403 (cluster_block_exception), not as malformed
+    r = es.put(f"/{topic}", json={"settings": {"number_of_replicas": 0, "index.blocks.write": True}})
+    assert r.status_code == 200, r.text
+    log_dir = tmp_path / "data"
+    produce_json(log_dir, topic, 20, partitions=1)
+
+    tolerant = _props("es-tolerant", topic, elasticsearch.url, **{"key.ignore": "true", "errors.tolerance": "all"})
+    with InProcessTask(ElasticsearchSparkSinkTask, tolerant, log_dir, tmp_path / "s1") as t:
+        progress = t.wait_records(20)
+    assert progress["documents_rejected"] == 20 and progress["documents_written"] == 0
+
+    strict = _props("es-strict", topic, elasticsearch.url, **{"key.ignore": "true"})
+    with InProcessTask(ElasticsearchSparkSinkTask, strict, log_dir, tmp_path / "s2") as t:
+        wait_until(lambda: t.error is not None, 120, interval=0.5, what="the task to fail")
+    assert "20 document(s) of batch 0 were rejected" in str(t.error) and "HTTP 403" in str(t.error)
+    assert "cluster_block_exception" in str(t.error) and "errors.tolerance=none" in str(t.error)

@@ -31,7 +31,7 @@ def test_spark_submit_runs_the_connector_job_from_kafka_to_hdfs_as_avro(tmp_path
 
     jars = extra_jars()
     if not any("spark-sql-kafka" in j for j in jars):
-        pytest.skip("Spark's Kafka jars are not fetched (python -m services fetch spark-kafka)")
+        pytest.fail("Spark's Kafka jars are not fetched: python -m services fetch spark-kafka", pytrace=False)
     topic, root = f"events-{uuid.uuid4().hex[:8]}", f"/submit-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
     admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
@@ -65,7 +65,8 @@ def test_spark_submit_runs_the_connector_job_from_kafka_to_hdfs_as_avro(tmp_path
         df = wait_until(lambda: (d := spark.read.format("avro").load(f"{hdfs.url}{root}/topics/{topic}")).count()
                         == 2000 and d, 60, interval=1.0, what="2000 records")
         assert df.select("id").distinct().count() == 2000
-        wait_until(lambda: "Progress of submit-avro: query=RUNNING, records_total=2000" in log_path.read_text(),
+        wait_until(lambda: "Progress of connector submit-avro task 0: query=RUNNING, records_total=2000"
+                           in log_path.read_text(),
                    30, interval=1.0, what="a progress line")
     finally:
         # spark-submit's process is Spark's JVM; SIGTERM ends it and its Python driver, like any Spark app

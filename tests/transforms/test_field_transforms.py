@@ -77,7 +77,7 @@ def test_extract_field_v2_nested_paths():
      ("foo.", ["foo", ""]), ("`a`b`.c", ["a`b", "c"]), ("`a\\`.b`", ["a`.b"]), ("x.`y`", ["x", "y"])],
 )
 def test_v2_path_syntax(path, steps):
-    from plugins.transforms._common import SingleFieldPath
+    from plugins.transforms._field_path import SingleFieldPath
 
     assert list(SingleFieldPath(path, "V2").steps) == steps
 

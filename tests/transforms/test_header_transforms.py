@@ -20,8 +20,8 @@ from connect.api import (
     Timestamp,
     Type,
 )
+from connect.api.values import to_float32
 from plugins.transforms import DropHeaders, HeaderFrom, InsertHeader
-from plugins.transforms._literals import parse_literal
 
 
 def record(value=None, schema=None, key=None, key_schema=None, headers=None):
@@ -88,6 +88,12 @@ def test_insert_header():
     assert info.value.name == "value.literal"
 
 
+def _inserted(literal):
+    """The header InsertHeader adds for ``literal``: its typing is Kafka's Values.parseString (connect.api.values)."""
+    header = list(configured(InsertHeader, header="h", value_literal=literal).apply(record("v")).headers)[-1]
+    return header.schema, header.value
+
+
 @pytest.mark.parametrize(
     ("literal", "schema_type", "value"),
     [
@@ -97,31 +103,30 @@ def test_insert_header():
         ("1.5", Type.FLOAT32, 1.5),
         ("true", Type.BOOLEAN, True),
         ("hello world", Type.STRING, "hello world"),
-        ("  padded ", Type.STRING, "  padded "),
+        ("  padded ", Type.STRING, "padded"),  # ConfigDef trims STRING values, as Kafka's does
         ("", Type.STRING, ""),
         ("[-3, 0, 5]", Type.ARRAY, [-3, 0, 5]),
         ('["a", "b,c"]', Type.ARRAY, ["a", "b,c"]),
-        ("{3.4: 4761, -5.9: -9753186420}", Type.MAP, {3.4: 4761, -5.9: -9753186420}),
+        # FLOAT32 keys, as Kafka's: 3.4 is the float32 nearest to it
+        ("{3.4: 4761, -5.9: -9753186420}", Type.MAP, {to_float32(3.4): 4761, to_float32(-5.9): -9753186420}),
         ("[1, oops]", Type.STRING, "[1, oops]"),
         ("{unclosed", Type.STRING, "{unclosed"),
     ],
 )
-def test_literal_parsing(literal, schema_type, value):
-    parsed = parse_literal(literal)
-    assert parsed.schema.type is schema_type and parsed.value == value
+def test_insert_header_types_the_literal(literal, schema_type, value):
+    schema, inserted = _inserted(literal)
+    assert schema.type is schema_type and inserted == value
 
 
-def test_literal_parsing_special_values():
-    assert parse_literal("null") == (None, None)
-    assert parse_literal("[1, \"a\"]").schema is None  # mixed element types have no common schema
-    mapped = parse_literal("{3.4: 4761, -5.9: -9753186420}").schema
+def test_insert_header_special_literals():
+    assert _inserted("null") == (None, None)
+    mapped, _ = _inserted("{3.4: 4761, -5.9: -9753186420}")
     assert (mapped.key_schema.type, mapped.value_schema.type) == (Type.FLOAT32, Type.INT64)
-    assert parse_literal("2024-01-31") == (Date.SCHEMA, dt.date(2024, 1, 31))
-    assert parse_literal("12:30:00.000Z") == (Time.SCHEMA, dt.time(12, 30))
-    assert parse_literal("2024-01-31T12:30:00.000Z") == (
-        Timestamp.SCHEMA, dt.datetime(2024, 1, 31, 12, 30, tzinfo=dt.UTC))
-    big = parse_literal("123456789012345678901234567890")
-    assert big.schema.name == "org.apache.kafka.connect.data.Decimal"
+    assert _inserted("2024-01-31") == (Date.SCHEMA, dt.date(2024, 1, 31))
+    assert _inserted("12:30:00.000Z") == (Time.SCHEMA, dt.time(12, 30))
+    assert _inserted("2024-01-31T12:30:00.000Z") == (Timestamp.SCHEMA, dt.datetime(2024, 1, 31, 12, 30, tzinfo=dt.UTC))
+    big, _ = _inserted("123456789012345678901234567890")
+    assert big.name == "org.apache.kafka.connect.data.Decimal"
 
 
 def test_drop_headers():

@@ -9,6 +9,7 @@ import pytest
 import plugins.predicates
 import plugins.transforms
 from connect.api import Predicate, Transformation
+from connect.runtime.plugins import PluginRegistry
 
 KAFKA = "org.apache.kafka.connect.transforms."
 WITH_VARIANTS = ["Cast", "ExtractField", "Flatten", "HeaderFrom", "HoistField", "InsertField", "MaskField",
@@ -50,8 +51,7 @@ def test_variant_bases_are_abstract():
 
 
 def test_runtime_registry_finds_them():
-    registry_module = pytest.importorskip("connect.runtime.plugins")
-    registry = registry_module.PluginRegistry(use_entry_points=False)
+    registry = PluginRegistry(use_entry_points=False)
     registry.scan_module(plugins.transforms)
     registry.scan_module(plugins.predicates)
     for kafka_name in kafka_names():

@@ -31,7 +31,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from connect.log.api import Admin, Consumer, LogBackend, LogError, Producer
+from connect.log.api import Admin, Consumer, LogBackend, LogError, LogReader, Producer
 from connect.log.embedded.admin import EmbeddedAdmin
 from connect.log.embedded.cleaner import CleaningStats, LogCleaner
 from connect.log.embedded.config import client_bool, client_int
@@ -39,6 +39,7 @@ from connect.log.embedded.consumer import EmbeddedConsumer
 from connect.log.embedded.dirlock import DirectoryLock
 from connect.log.embedded.groups import GroupOffsetStore
 from connect.log.embedded.producer import EmbeddedProducer
+from connect.log.embedded.range_reader import EmbeddedLogReader
 from connect.log.embedded.signals import signals_for
 from connect.log.embedded.topics import TopicStore
 
@@ -92,6 +93,9 @@ class EmbeddedBackend(LogBackend):
 
     def admin(self, config: Mapping[str, Any] | None = None) -> Admin:
         return EmbeddedAdmin(self._store, self._offsets)
+
+    def reader(self) -> LogReader:
+        return EmbeddedLogReader(self._store)
 
     def run_cleaner_once(self, now_ms: int | None = None) -> CleaningStats:
         """Apply retention and compaction to every partition now (``now_ms`` overrides the clock)."""

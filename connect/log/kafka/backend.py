@@ -12,6 +12,7 @@ from connect.log.kafka.config import client_config
 from connect.log.kafka.consumer import KafkaConsumer
 from connect.log.kafka.health import ClusterHealth
 from connect.log.kafka.producer import KafkaProducer
+from connect.log.kafka.range_reader import KafkaLogReader
 
 __all__ = ["KafkaBackend"]
 
@@ -52,6 +53,9 @@ class KafkaBackend(LogBackend):
         # Admin clients do not feed the health watch: each of their calls reports its own failure, and
         # they are often used for one call (start-up checks, the tools) before any outage could matter.
         return KafkaAdmin(cfg, own, self._label("admin", cfg))
+
+    def reader(self) -> KafkaLogReader:
+        return KafkaLogReader(self)
 
     def health_problem(self) -> str | None:
         return self.health.problem()
