@@ -16,10 +16,15 @@ import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from connect.api.errors import ConfigException, ConnectException
 from connect.log.api import LogError
 from connect.logging_setup import configure_logging
+
+if TYPE_CHECKING:  # imported when they start: `headrace` tools need neither
+    from connect.runtime.standalone import StandaloneHerder
+    from rest import RestServer
 
 log = logging.getLogger("connect.cli")
 
@@ -85,8 +90,8 @@ class StandaloneRuntime:
                 raise CliError(str(exc)) from exc
         self._validate_connector_files()
         self._stop = threading.Event()
-        self.herder = None
-        self.rest = None
+        self.herder: StandaloneHerder | None = None
+        self.rest: RestServer | None = None
 
     def _check_worker_plugins(self, path: str) -> None:
         for key, kind in (("key.converter", "converter"), ("value.converter", "converter"),
@@ -165,6 +170,7 @@ class StandaloneRuntime:
             return
         from rest import RestConfigError, RestServer, create_app
 
+        assert self.herder is not None, "the herder is made before the REST server"
         try:
             app = create_app(self.herder, self.config.originals)
             self.rest = RestServer(app, self.config.originals)

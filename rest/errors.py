@@ -22,7 +22,7 @@ class RestError(Exception):
 
 
 def json_response(body: object, status: int = 200) -> Response:
-    response = current_app.json.response(body)
+    response: Response = current_app.json.response(body)  # type: ignore[assignment]  # flask's is a Response
     response.status_code = status
     return response
 

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 DEFAULT_LISTENERS = "http://127.0.0.1:8083"
 DEFAULT_THREADS = 8
 # On stop, how long requests already being handled get to finish and send their answers.
-_DRAIN_TIMEOUT_S = 5.0
+_DRAIN_TIMEOUT_S = 5
 # How long an idle keep-alive connection or a slow client may hold a worker thread.
 _SOCKET_TIMEOUT_S = 30
 # Request line and headers together (cheroot reads them unbounded by default); Jetty under Kafka

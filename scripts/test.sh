@@ -4,4 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 ruff check .
+lint-imports          # the layer rules of ARCHITECTURE.md
+mypy                  # connect/, as configured in pyproject.toml
 python3 -m pytest -q -p no:cacheprovider "$@"

@@ -20,11 +20,11 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from connect.api.errors import ConnectException
 from connect.api.topic_partition import TopicPartition
-from connect.log.api import LogBackend, LogError, NewTopic
+from connect.log.api import LogBackend, LogError, NewTopic, Producer
 from connect.runtime.config_encryption import ConfigEncryption
 from connect.runtime.herder import TargetState
 
@@ -117,7 +117,7 @@ class ConfigTopicStore:
         self.snapshot = ConfigSnapshot()
         self.max_record_bytes = _DEFAULT_MAX_MESSAGE_BYTES
         self._lock = threading.Lock()
-        self._producer = None
+        self._producer: Producer | None = None
 
     def start(self, timeout: float = 30.0) -> None:
         admin = self.backend.admin()
@@ -194,8 +194,8 @@ class ConfigTopicStore:
         acknowledgement, then apply ``records`` to the snapshot. On any failure nothing is applied."""
         assert self._producer is not None, "ConfigTopicStore.start() was not called"
         wire = [(key.encode("utf-8"), None if value is None else _dumps(value)) for key, value in stored or records]
-        for (key, value), (name, _) in zip(wire, records, strict=True):
-            size = len(key) + len(value or b"") + _RECORD_OVERHEAD
+        for (wire_key, wire_value), (name, _) in zip(wire, records, strict=True):
+            size = len(wire_key) + len(wire_value or b"") + _RECORD_OVERHEAD
             if size > self.max_record_bytes:
                 raise RecordTooLargeError(
                     f"Config record '{name}' is {size} bytes, more than the {self.max_record_bytes} bytes "
@@ -236,7 +236,7 @@ class ConfigTopicStore:
         legacy = "PAUSED" if target is TargetState.STOPPED else target.value
         return f"target-state-{name}", {"state": legacy, "state.v2": target.value}
 
-    def put_task_configs(self, name: str, configs: list[Mapping[str, str]], secret_keys: Iterable[str] = ()) -> None:
+    def put_task_configs(self, name: str, configs: Sequence[Mapping[str, str]], secret_keys: Iterable[str] = ()) -> None:
         keys = list(secret_keys)
         records: list[tuple[str, object | None]] = [
             (f"task-{name}-{i}", {"properties": dict(cfg)}) for i, cfg in enumerate(configs)

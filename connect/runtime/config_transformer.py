@@ -15,6 +15,7 @@ from log lines, status traces and anything else that might echo it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -68,7 +69,7 @@ class ConfigTransformer:
         out = dict(config)
         for key, value in config.items():
             if isinstance(value, str) and "${" in value:
-                out[key] = _REFERENCE.sub(lambda m, k=key: self._lookup(k, m), value)
+                out[key] = _REFERENCE.sub(functools.partial(self._lookup, key), value)
         return out
 
     def _lookup(self, config_key: str, match: re.Match[str]) -> str:

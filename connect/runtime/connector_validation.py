@@ -14,6 +14,7 @@ FilePathPolicy, and every client override key the worker's
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -71,7 +72,7 @@ class ValidationResult:
 
     def to_config_infos(self) -> dict[str, Any]:
         """The body of PUT /connector-plugins/{type}/config/validate."""
-        configs = []
+        configs: list[dict[str, Any]] = []
         for key in self.definition.config_keys.values():
             if key.internal:
                 continue
@@ -205,10 +206,7 @@ class ConnectorConfigValidator:
             enriched.define(
                 prefix + "predicate", ConfigType.STRING, None, importance=Importance.MEDIUM,
                 group=f"Transforms: {alias}", documentation="Alias of a predicate gating this transform.",
-                validator=LambdaValidator(
-                    lambda key, value, _p=tuple(predicates): None if value in (None, "") or value in _p
-                    else f"Predicate {value} is not listed in predicates"
-                ),
+                validator=LambdaValidator(functools.partial(_listed_predicate, tuple(predicates))),
             )
             self._embed_plugin(enriched, props, prefix, "transformation", f"Transforms: {alias}")
         for alias in predicates:
@@ -292,3 +290,10 @@ def _add_error(values: dict[str, ConfigValue], key: str, props: Mapping[str, Any
 
 
 _ALL = override_policy("All")
+
+
+def _listed_predicate(predicates: tuple[str, ...], key: str, value: Any) -> str | None:
+    """The error for a ``transforms.<alias>.predicate`` naming no alias of ``predicates``."""
+    if value in (None, "") or value in predicates:
+        return None
+    return f"Predicate {value} is not listed in predicates"

@@ -187,7 +187,7 @@ class DeadLetterQueueReporter:
         if self.context_headers:
             headers = tuple(headers) + self._context_headers(failure)
         future: Future[None] | None = None
-        on_delivery = self._on_delivery
+        on_delivery: Callable[[Exception | None, object], None] = self._on_delivery
         if want_future:
             future = _DeliveryFuture(self.producer)
             on_delivery = self._delivery_with(future)

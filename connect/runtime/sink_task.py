@@ -12,6 +12,7 @@ at most one ``put``.
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import re
 from collections.abc import Collection, Mapping, Sequence
@@ -286,22 +287,24 @@ class WorkerSinkTask(WorkerTask):
                     k = key_conv(topic, keys[i], headers)
                     stage = Stage.VALUE_CONVERTER
                     v = value_conv(topic, values[i], headers)
-                    record = SinkRecord(topic, partition, k.schema, k.value, v.schema, v.value, offset, stamps[i],
-                                        ts_type, headers)
-                    if chain is not None:
-                        stage = Stage.TRANSFORMATION
-                        record = chain.apply(record)
-                        if record is None:
-                            dropped += 1
-                            continue
+                    made = SinkRecord(topic, partition, k.schema, k.value, v.schema, v.value, offset, stamps[i],
+                                      ts_type, headers)
+                    if chain is None:
+                        append(made)
+                        continue
+                    stage = Stage.TRANSFORMATION
+                    record = chain.apply(made)
+                    if record is None:
+                        dropped += 1
+                        continue
+                    append(record)
                 except Exception as exc:  # noqa: BLE001 - failures go through the error handler
                     consumed = ConsumerRecord(topic, partition, offset, stamps[i], keys[i], values[i],
                                               hdrs[i] if hdrs is not None else (), batch.timestamp_type)
-                    record = self.errors.retry(stage, self._plugin_class(stage),
-                                               lambda c=consumed: self._convert_one(c), exc, consumed=consumed)
-                    if record is None:
-                        continue
-                append(record)
+                    retried = self.errors.retry(stage, self._plugin_class(stage),
+                                                functools.partial(self._convert_one, consumed), exc, consumed=consumed)
+                    if retried is not None:
+                        append(retried)
         self.records_dropped += dropped
         if not out:
             return columns
@@ -320,7 +323,7 @@ class WorkerSinkTask(WorkerTask):
                 consumed = ConsumerRecord(batch.topic, batch.partition, batch.offsets[i], batch.timestamps[i],
                                           batch.keys[i], batch.values[i], (), batch.timestamp_type)
                 result = self.errors.retry(Stage.TRANSFORMATION, self._plugin_class(Stage.TRANSFORMATION),
-                                           lambda c=consumed: self._convert_one(c), exc, consumed=consumed)
+                                           functools.partial(self._convert_one, consumed), exc, consumed=consumed)
                 if result is None:  # skipped, and counted, by the error handler
                     continue
             if result is None:

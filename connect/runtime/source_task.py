@@ -10,6 +10,7 @@ the records sent since the last offset flush are produced again.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -223,7 +224,7 @@ class WorkerSourceTask(WorkerTask):
                     stage = Stage.HEADER_CONVERTER
                     headers = self._convert_headers(out) if out.has_headers() else None
             except Exception as exc:  # noqa: BLE001 - failures go through the error handler
-                converted = self.errors.retry(stage, self._plugin_class(stage), lambda r=record: self._convert(r),
+                converted = self.errors.retry(stage, self._plugin_class(stage), functools.partial(self._convert, record),
                                               exc, source_record=record)
                 if converted is None:  # skipped after a tolerated failure (or dropped once retried)
                     mark(record)

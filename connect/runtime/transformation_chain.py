@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -12,6 +12,8 @@ from connect.api.transform import Predicate, Transformation
 from connect.runtime.plugins import PluginRegistry
 
 __all__ = ["TransformationChain", "build_chain"]
+
+R = TypeVar("R", bound=ConnectRecord)
 
 
 @attrs.frozen
@@ -49,23 +51,24 @@ class TransformationChain:
             for stage in stages
         )
 
-    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
+    def apply(self, record: R) -> R | None:
         """The transformed record, or None when a transform dropped it.
 
         As in Kafka Connect, a stage with a predicate applies its transform only when
         ``predicate.test(record) XOR negate``; otherwise the record passes through unchanged.
         """
         index = 0
+        current: Any = record  # a transform of R-records makes R-records (Transformation[R])
         try:
             for step in self._steps:
-                record = step(record)  # type: ignore[assignment]
-                if record is None:
+                current = step(current)
+                if current is None:
                     return None
                 index += 1
         except BaseException:
             self.failed_stage = self.stages[index]
             raise
-        return record
+        return current
 
     def close(self) -> None:
         for stage in self.stages:

@@ -67,7 +67,7 @@ class BatchHeader(NamedTuple):
     attributes: int
     base_offset: int
     last_offset_delta: int
-    count: int
+    count: int  # type: ignore[assignment]  # the batch's record count; shadows tuple.count on purpose
     first_timestamp: int
     max_timestamp: int
     delete_horizon: int

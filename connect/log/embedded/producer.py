@@ -170,7 +170,7 @@ class EmbeddedProducer(Producer):
         with self._lock:
             n = self.partitions_for(topic)
             sticky = partition is None
-            if sticky:
+            if partition is None:
                 partition = self._sticky.partition(topic, n)
             if not 0 <= partition < n:
                 raise UnknownTopicError(f"Topic {topic!r} has no partition {partition}")

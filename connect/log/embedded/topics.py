@@ -17,6 +17,7 @@ removed on the next creation of that name.
 from __future__ import annotations
 
 import base64
+import builtins
 import contextlib
 import json
 import logging
@@ -199,7 +200,7 @@ class TopicStore:
             self._logs[tp] = plog
             return plog
 
-    def open_logs(self) -> list[PartitionLog]:
+    def open_logs(self) -> builtins.list[PartitionLog]:  # TopicStore.list shadows the builtin here
         """Open (and so recover) every partition of every topic."""
         out = []
         for name in list_topic_names(self.root):
