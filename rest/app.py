@@ -12,10 +12,10 @@ from rest.access_log import AccessLogMiddleware, printable
 from rest.auth import install_basic_auth
 from rest.context import ConfigSource, install, setting
 from rest.cors import install_cors
-from rest.errors import RestError, error_response
 from rest.forwarding import forward_to_leader
 from rest.guards import install_guards
 from rest.log_levels import LoggerLevels
+from rest.responses import RestError, error_response
 from rest.routes import BLUEPRINTS
 from rest.routes.loggers import LEVELS_KEY
 

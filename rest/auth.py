@@ -36,7 +36,7 @@ from flask import Flask, Response, request
 from jproperties import Properties
 
 from rest.context import ConfigSource, setting
-from rest.errors import RestConfigError, error_response
+from rest.responses import RestConfigError, error_response
 
 __all__ = [
     "BASIC_AUTH_ALIASES",

@@ -12,7 +12,7 @@ import re
 
 from flask import Flask, Response, request
 
-from rest.errors import empty_response
+from rest.responses import empty_response
 
 __all__ = ["DEFAULT_ALLOWED_HEADERS", "DEFAULT_ALLOWED_METHODS", "install_cors"]
 

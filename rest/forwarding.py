@@ -16,7 +16,7 @@ from flask import Response, request
 
 from connect.runtime.herder import NotLeaderError
 from rest.access_log import printable
-from rest.errors import RestError
+from rest.responses import RestError
 
 __all__ = ["FORWARD_TIMEOUT_S", "forward_to_leader"]
 

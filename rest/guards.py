@@ -23,7 +23,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from rest.access_log import printable
 from rest.context import ConfigSource, setting
-from rest.errors import RestConfigError, RestError
+from rest.responses import RestConfigError, RestError
 from rest.server import DEFAULT_LISTENERS, parse_listeners
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_JSON_DEPTH", "allowed_hosts", "install_guards", "max_body_bytes"]

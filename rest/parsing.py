@@ -7,8 +7,8 @@ from typing import Any
 
 from flask import request
 
-from rest.errors import RestError
 from rest.guards import MAX_JSON_DEPTH
+from rest.responses import RestError
 
 __all__ = ["bool_param", "json_body", "json_object_body", "string_map"]
 

@@ -17,7 +17,7 @@ from cheroot import wsgi
 from rest.access_log import WsgiApp
 from rest.auth import basic_auth_enabled
 from rest.context import ConfigSource, setting
-from rest.errors import RestConfigError
+from rest.responses import RestConfigError
 from rest.tls import ssl_adapter
 
 __all__ = ["DEFAULT_LISTENERS", "Listener", "RestConfigError", "RestServer", "parse_listeners"]

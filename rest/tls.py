@@ -14,7 +14,7 @@ from pathlib import Path
 from cheroot.ssl.builtin import BuiltinSSLAdapter
 
 from rest.context import ConfigSource, setting
-from rest.errors import RestConfigError
+from rest.responses import RestConfigError
 
 __all__ = ["HTTPS_PREFIX", "TlsConfigError", "https_settings", "ssl_adapter"]
 

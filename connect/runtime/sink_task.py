@@ -25,7 +25,7 @@ from connect.api.records import SinkRecord, SinkRecordBatch, TimestampType
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import Consumer, ConsumerRecord, FetchedBatch, LogError, RebalanceListener
 from connect.runtime.connector_config import SinkConnectorConfig
-from connect.runtime.errors import ErrantRecordReporterImpl, Stage, TaskStoppingError
+from connect.runtime.error_handler import ErrantRecordReporterImpl, Stage, TaskStoppingError
 from connect.runtime.worker_task import WorkerTask
 
 __all__ = ["WorkerSinkTask"]

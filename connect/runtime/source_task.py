@@ -22,7 +22,7 @@ from connect.api.errors import ConnectException, RetriableException
 from connect.api.records import SourceRecord, SourceRecordBatch
 from connect.log.api import Admin, LogError, Producer
 from connect.runtime.connector_config import SourceConnectorConfig
-from connect.runtime.errors import Stage
+from connect.runtime.error_handler import Stage
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offsets import OffsetStore, offset_key
 from connect.runtime.topic_creation import TopicCreation

@@ -21,7 +21,8 @@ from typing import Any
 from connect.api.connector import DeadLetterQueue, StreamingSinkTask, StreamingSinkTaskContext
 from connect.api.errors import ConnectException
 from connect.log.api import ConsumerRecord
-from connect.runtime.errors import DeadLetterQueueReporter, Failure, Stage
+from connect.runtime.dead_letter_queue import DeadLetterQueueReporter
+from connect.runtime.error_handler import Failure, Stage
 from connect.runtime.worker_config import WorkerConfig
 from connect.runtime.worker_task import WorkerTask
 

@@ -36,7 +36,8 @@ from connect.runtime.connector_config import (
     SourceConnectorConfig,
 )
 from connect.runtime.connector_validation import ConnectorConfigValidator
-from connect.runtime.errors import DeadLetterQueueReporter, ErrorHandler, ErrorMetrics
+from connect.runtime.dead_letter_queue import DeadLetterQueueReporter
+from connect.runtime.error_handler import ErrorHandler, ErrorMetrics
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offsets import ConnectorOffsetReader, OffsetStore

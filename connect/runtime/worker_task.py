@@ -11,7 +11,7 @@ from typing import Any
 from connect.api.converter import Converter, HeaderConverter
 from connect.runtime.clock import SYSTEM_CLOCK, Clock
 from connect.runtime.connector_config import ConnectorConfig
-from connect.runtime.errors import ErrorHandler, Stage, TaskStoppingError
+from connect.runtime.error_handler import ErrorHandler, Stage, TaskStoppingError
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
 from connect.runtime.status import StatusStore, TaskStatus, format_trace
 from connect.runtime.transformation_chain import TransformationChain

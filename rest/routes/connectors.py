@@ -11,8 +11,8 @@ from flask import Blueprint, Response, current_app, request
 from connect.runtime.herder import ConnectorOffset, ConnectorTaskId, NotFoundError, TargetState
 from rest.access_log import printable
 from rest.context import CONFIG_KEY, current_herder, setting_bool
-from rest.errors import RestError, empty_response, json_response
 from rest.parsing import bool_param, json_object_body, string_map
+from rest.responses import RestError, empty_response, json_response
 
 __all__ = ["bp"]
 

@@ -6,9 +6,9 @@ import logging
 
 from flask import Blueprint, Response, current_app, request
 
-from rest.errors import RestError, empty_response, json_response
 from rest.log_levels import LoggerLevels, parse_level
 from rest.parsing import json_object_body
+from rest.responses import RestError, empty_response, json_response
 
 __all__ = ["LEVELS_KEY", "bp"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, Response
 
 from rest.context import current_herder
-from rest.errors import RestError, json_response
 from rest.parsing import bool_param, json_object_body, string_map
+from rest.responses import RestError, json_response
 
 __all__ = ["bp", "plugin_names_match"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from flask import Blueprint, Response
 
 from rest.context import current_herder
-from rest.errors import json_response
+from rest.responses import json_response
 from rest.server_info import commit_id, project_version
 
 __all__ = ["OPENAPI_PATH", "bp"]

@@ -34,7 +34,7 @@ from connect.log.api import (
     UnknownTopicError,
 )
 from connect.runtime.connector_config import ConnectorConfig, SinkConnectorConfig, SourceConnectorConfig
-from connect.runtime.errors import ErrorHandler
+from connect.runtime.error_handler import ErrorHandler
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offsets import ConnectorOffsetReader, OffsetStore

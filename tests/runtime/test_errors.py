@@ -18,10 +18,9 @@ from connect.api import (
     Transformation,
 )
 from connect.log.api import ConsumerRecord, LogError, Producer, RecordMetadata
-from connect.runtime import errors as errors_module
 from connect.runtime.connector_config import SinkConnectorConfig
-from connect.runtime.errors import (
-    DeadLetterQueueReporter,
+from connect.runtime.dead_letter_queue import DeadLetterQueueReporter, source_record_document
+from connect.runtime.error_handler import (
     ErrantRecordReporterImpl,
     ErrorHandler,
     ErrorMetrics,
@@ -29,7 +28,6 @@ from connect.runtime.errors import (
     Stage,
     TaskStoppingError,
     ToleranceExceededError,
-    source_record_document,
 )
 from connect.runtime.transformation_chain import TransformationChain, TransformStage
 
@@ -84,10 +82,8 @@ class FakeClock:
 
 
 @pytest.fixture
-def clock(monkeypatch):
-    fake = FakeClock()
-    monkeypatch.setattr(errors_module.time, "monotonic", fake.monotonic)
-    return fake
+def clock():
+    return FakeClock()
 
 
 def handler(clock: FakeClock | None = None, dlq: DeadLetterQueueReporter | None = None, **config) -> ErrorHandler:
@@ -97,7 +93,7 @@ def handler(clock: FakeClock | None = None, dlq: DeadLetterQueueReporter | None 
     metrics = dlq.metrics if dlq is not None else ErrorMetrics()
     parsed = SinkConnectorConfig({"name": "conn", "connector.class": "FileStreamSink", "topics": "events",
                                   **{k.replace("_", "."): v for k, v in config.items()}})
-    return ErrorHandler(parsed, "conn", 2, stop, dlq, metrics)
+    return ErrorHandler(parsed, "conn", 2, stop, dlq, metrics, **({"clock": clock} if clock is not None else {}))
 
 
 def consumed(offset: int = 41) -> ConsumerRecord:

@@ -22,7 +22,7 @@ from connect.log.api import (
     TopicDescription,
     UnknownTopicError,
 )
-from connect.log.kafka.errors import ClientEvents, kafka_error, to_log_error
+from connect.log.kafka.client_errors import ClientEvents, kafka_error, to_log_error
 
 __all__ = ["KAFKA_INTERNAL_TOPICS", "KafkaAdmin"]
 

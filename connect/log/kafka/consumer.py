@@ -35,7 +35,7 @@ from confluent_kafka import TopicPartition as KTP
 
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import Consumer, FetchedBatch, Headers, LogError, RebalanceListener
-from connect.log.kafka.errors import ClientEvents, to_log_error
+from connect.log.kafka.client_errors import ClientEvents, to_log_error
 from connect.log.kafka.health import ClusterHealth
 
 __all__ = ["KafkaConsumer", "librdkafka_pattern"]

@@ -19,7 +19,7 @@ from connect.log.api import (
     RetriableLogError,
     UnknownTopicError,
 )
-from connect.log.kafka.errors import ClientEvents, to_log_error
+from connect.log.kafka.client_errors import ClientEvents, to_log_error
 from connect.log.kafka.health import ClusterHealth
 
 # headers as confluent-kafka's produce() takes them

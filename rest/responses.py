@@ -1,4 +1,4 @@
-"""Errors the REST layer detects itself, and the one JSON error body every failure uses."""
+"""The REST layer's own errors and its responses: JSON bodies, the one JSON error body every failure uses."""
 
 from __future__ import annotations
 
