@@ -50,7 +50,7 @@ from connect.runtime.herder import ConnectorTaskId, State, TargetState  # noqa: 
 from connect.runtime.offsets import OffsetStore  # noqa: E402
 from connect.runtime.plugins import PluginRegistry  # noqa: E402
 from connect.runtime.properties import load_config_file  # noqa: E402
-from connect.runtime.status import StatusStore, TaskStatus  # noqa: E402
+from connect.runtime.status import Status, StatusStore  # noqa: E402
 from connect.runtime.worker import Worker  # noqa: E402
 from connect.runtime.worker_config import WorkerConfig  # noqa: E402
 
@@ -133,7 +133,7 @@ class SinkJob:
         if not self.worker.start_task(self.task_id, self.props, configs[0], TargetState.STARTED):
             raise JobError(f"The task of connector {self.name} failed to start: {self.failure}", EXIT_CONFIG)
 
-    def _on_status(self, connector: str, task: ConnectorTaskId | None, status: TaskStatus | None) -> None:
+    def _on_status(self, connector: str, task: ConnectorTaskId | None, status: Status | None) -> None:
         """Follows what the Worker reports: a failure (its trace's last line) or the task thread's end."""
         if status is None:
             return

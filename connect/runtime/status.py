@@ -10,7 +10,7 @@ import attrs
 
 from connect.runtime.herder import ConnectorTaskId, State
 
-__all__ = ["StatusStore", "TaskStatus", "format_trace"]
+__all__ = ["StatusStore", "Status", "format_trace"]
 
 
 def format_trace(error: BaseException) -> str:
@@ -18,14 +18,16 @@ def format_trace(error: BaseException) -> str:
 
 
 @attrs.frozen
-class TaskStatus:
+class Status:
+    """The reported state of a connector or of a task: where it runs and, when FAILED, why."""
+
     state: State
     worker_id: str
     trace: str | None = None
     generation: int = 0
 
 
-StatusListener = Callable[[str, ConnectorTaskId | None, TaskStatus | None], None]
+StatusListener = Callable[[str, ConnectorTaskId | None, Status | None], None]
 
 
 class StatusStore:
@@ -33,43 +35,43 @@ class StatusStore:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._connectors: dict[str, TaskStatus] = {}
+        self._connectors: dict[str, Status] = {}
         # by connector, so one connector's status costs the same however many connectors there are
-        self._tasks: dict[str, dict[ConnectorTaskId, TaskStatus]] = {}
+        self._tasks: dict[str, dict[ConnectorTaskId, Status]] = {}
         self._topics: dict[str, set[str]] = {}
         self.listeners: list[StatusListener] = []
         # blanks resolved config-provider values from traces and topic names (the worker sets it)
         self.redact: Callable[[str], str] = lambda text: text
 
-    def put_connector(self, name: str, status: TaskStatus) -> None:
+    def put_connector(self, name: str, status: Status) -> None:
         status = self._redacted(status)
         with self._lock:
             self._connectors[name] = status
         for listener in self.listeners:
             listener(name, None, status)
 
-    def put_task(self, task: ConnectorTaskId, status: TaskStatus) -> None:
+    def put_task(self, task: ConnectorTaskId, status: Status) -> None:
         status = self._redacted(status)
         with self._lock:
             self._tasks.setdefault(task.connector, {})[task] = status
         for listener in self.listeners:
             listener(task.connector, task, status)
 
-    def _redacted(self, status: TaskStatus) -> TaskStatus:
+    def _redacted(self, status: Status) -> Status:
         if not status.trace:
             return status
         trace = self.redact(status.trace)
         return status if trace == status.trace else attrs.evolve(status, trace=trace)
 
-    def connector(self, name: str) -> TaskStatus | None:
+    def connector(self, name: str) -> Status | None:
         with self._lock:
             return self._connectors.get(name)
 
-    def task(self, task: ConnectorTaskId) -> TaskStatus | None:
+    def task(self, task: ConnectorTaskId) -> Status | None:
         with self._lock:
             return self._tasks.get(task.connector, {}).get(task)
 
-    def tasks(self, name: str) -> Mapping[ConnectorTaskId, TaskStatus]:
+    def tasks(self, name: str) -> Mapping[ConnectorTaskId, Status]:
         with self._lock:
             return dict(self._tasks.get(name, {}))
 

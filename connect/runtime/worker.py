@@ -44,7 +44,7 @@ from connect.runtime.offsets import ConnectorOffsetReader, OffsetStore
 from connect.runtime.plugins import PluginRegistry
 from connect.runtime.sink_task import WorkerSinkTask
 from connect.runtime.source_task import WorkerSourceTask
-from connect.runtime.status import StatusStore, TaskStatus, format_trace
+from connect.runtime.status import Status, StatusStore, format_trace
 from connect.runtime.streaming_task import WorkerStreamingTask
 from connect.runtime.transformation_chain import build_chain
 from connect.runtime.worker_config import WorkerConfig
@@ -152,7 +152,7 @@ class Worker:
                 return True
             except Exception as exc:  # noqa: BLE001 - a connector that fails to start is FAILED, not fatal
                 log.error("[%s] Failed to start connector: %s", name, exc, exc_info=exc)
-                self.status.put_connector(name, TaskStatus(State.FAILED, self.worker_id, format_trace(exc)))
+                self.status.put_connector(name, Status(State.FAILED, self.worker_id, format_trace(exc)))
                 return False
 
     def _apply_connector_state(self, wc: WorkerConnector, target: TargetState) -> None:
@@ -160,7 +160,7 @@ class Worker:
             if wc.started:
                 wc.connector.stop()
                 wc.started = False
-            self.status.put_connector(wc.name, TaskStatus(State.STOPPED, self.worker_id))
+            self.status.put_connector(wc.name, Status(State.STOPPED, self.worker_id))
             log.info("[%s] Connector is STOPPED", wc.name)
             return
         if not wc.started:
@@ -168,7 +168,7 @@ class Worker:
             wc.started = True
             log.info("[%s] Connector %s started", wc.name, type(wc.connector).__qualname__)
         state = State.PAUSED if target is TargetState.PAUSED else State.RUNNING
-        self.status.put_connector(wc.name, TaskStatus(state, self.worker_id))
+        self.status.put_connector(wc.name, Status(state, self.worker_id))
 
     def set_connector_target_state(self, name: str, target: TargetState) -> None:
         with self._lock:
@@ -186,7 +186,7 @@ class Worker:
 
     def fail_connector(self, name: str, error: BaseException) -> None:
         log.error("[%s] Connector failed: %s", name, error)
-        self.status.put_connector(name, TaskStatus(State.FAILED, self.worker_id, format_trace(error)))
+        self.status.put_connector(name, Status(State.FAILED, self.worker_id, format_trace(error)))
 
     def stop_connector(self, name: str) -> None:
         with self._lock:
@@ -242,11 +242,11 @@ class Worker:
                 task = self._build_task(task_id, connector_config, task_config, target)
             except Exception as exc:  # noqa: BLE001 - the task is FAILED with the reason as its trace
                 log.error("[%s] Failed to start task %s: %s", task_id.connector, task_id, exc, exc_info=exc)
-                self.status.put_task(task_id, TaskStatus(State.FAILED, self.worker_id, format_trace(exc)))
+                self.status.put_task(task_id, Status(State.FAILED, self.worker_id, format_trace(exc)))
                 return False
             self._tasks[task_id] = task
             self._connector_tasks.setdefault(task_id.connector, {})[task_id] = task
-            self.status.put_task(task_id, TaskStatus(State.UNASSIGNED, self.worker_id))
+            self.status.put_task(task_id, Status(State.UNASSIGNED, self.worker_id))
             if isinstance(task, WorkerSourceTask) and self._start_committer:
                 self.source_committer.start()
             task.start()

@@ -13,7 +13,7 @@ from connect.runtime.clock import SYSTEM_CLOCK, Clock
 from connect.runtime.connector_config import ConnectorConfig
 from connect.runtime.error_handler import ErrorHandler, Stage, TaskStoppingError
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
-from connect.runtime.status import StatusStore, TaskStatus, format_trace
+from connect.runtime.status import Status, StatusStore, format_trace
 from connect.runtime.transformation_chain import TransformationChain
 from connect.runtime.worker_config import WorkerConfig
 
@@ -206,7 +206,7 @@ class WorkerTask(abc.ABC):
 
     def _set_status(self, state: State, trace: str | None = None) -> None:
         self._reported = state
-        self.status.put_task(self.id, TaskStatus(state, self.worker_id, trace))
+        self.status.put_task(self.id, Status(state, self.worker_id, trace))
 
     def _run(self) -> None:
         log.info("%s Starting task", self)

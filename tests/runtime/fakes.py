@@ -40,7 +40,7 @@ from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offsets import ConnectorOffsetReader, OffsetStore
 from connect.runtime.sink_task import WorkerSinkTask
 from connect.runtime.source_task import WorkerSourceTask
-from connect.runtime.status import StatusStore, TaskStatus
+from connect.runtime.status import Status, StatusStore
 from connect.runtime.streaming_task import WorkerStreamingTask
 from connect.runtime.worker_config import WorkerConfig
 from connect.runtime.worker_task import TaskConverters
@@ -355,13 +355,13 @@ class RecordingStatus(StatusStore):
         self.history: dict[ConnectorTaskId, list[State]] = {}
         self.changed = threading.Condition()
 
-    def put_task(self, task: ConnectorTaskId, status: TaskStatus) -> None:
+    def put_task(self, task: ConnectorTaskId, status: Status) -> None:
         super().put_task(task, status)
         with self.changed:
             self.history.setdefault(task, []).append(status.state)
             self.changed.notify_all()
 
-    def await_task(self, task: ConnectorTaskId, state: State, timeout: float = WAIT) -> TaskStatus:
+    def await_task(self, task: ConnectorTaskId, state: State, timeout: float = WAIT) -> Status:
         """Wait (on a condition, not a sleep) until the task's status is ``state``."""
         with self.changed:
             ok = self.changed.wait_for(lambda: (s := self.task(task)) is not None and s.state is state, timeout)

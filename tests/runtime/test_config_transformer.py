@@ -119,7 +119,7 @@ def test_log_records_lose_resolved_values(tmp_path, plugins):
 
 def test_status_traces_and_topic_names_lose_resolved_values(tmp_path, plugins):
     from connect.runtime.herder import ConnectorTaskId, State
-    from connect.runtime.status import StatusStore, TaskStatus
+    from connect.runtime.status import Status, StatusStore
 
     secrets = tmp_path / "s.properties"
     secrets.write_text("topic=secret-topic-name\n")
@@ -127,8 +127,8 @@ def test_status_traces_and_topic_names_lose_resolved_values(tmp_path, plugins):
     transformer.transform({"topic": f"${{file:{secrets}:topic}}"})
     status = StatusStore()
     status.redact = transformer.redact
-    status.put_task(ConnectorTaskId("c", 0), TaskStatus(State.FAILED, "w", "no topic secret-topic-name"))
-    status.put_connector("c", TaskStatus(State.FAILED, "w", "secret-topic-name refused"))
+    status.put_task(ConnectorTaskId("c", 0), Status(State.FAILED, "w", "no topic secret-topic-name"))
+    status.put_connector("c", Status(State.FAILED, "w", "secret-topic-name refused"))
     status.add_topic("c", "secret-topic-name")
     assert status.task(ConnectorTaskId("c", 0)).trace == "no topic [hidden]"
     assert status.connector("c").trace == "[hidden] refused"
