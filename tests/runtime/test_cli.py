@@ -1,4 +1,4 @@
-"""connect/cli.py in-process: argument handling, one-line errors, worker ids, start and stop of the runtime."""
+"""The command-line programs in-process (connect/cli/): argument handling, one-line errors, worker ids, start and stop of the runtime."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import logging
 
 import pytest
 
-from connect.cli import StandaloneRuntime, _worker_id, distributed_main, headrace_main, standalone_main
+from connect.cli import distributed_main, headrace_main, standalone_main
+from connect.cli.standalone import StandaloneRuntime, _worker_id
 from connect.runtime.herder import State
 from connect.runtime.worker_config import StandaloneConfig
 from tests.support import worker_properties, write_properties

@@ -1,9 +1,4 @@
-"""Command-line entry points: ``connect-standalone``, ``connect-distributed`` and ``headrace``.
-
-Bad input never produces a stack trace: every expected failure (unreadable
-file, invalid config, unknown plugin, unreachable log) becomes one ``ERROR``
-line naming the file, the key and the reason, and a non-zero exit status.
-"""
+"""``connect-standalone``: one worker that runs the connectors of its command line and its REST API."""
 
 from __future__ import annotations
 
@@ -15,10 +10,10 @@ import sys
 import threading
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from connect.api.errors import ConfigException, ConnectException
+from connect.cli.exit import EXIT_RUNTIME, CliError, fail
 from connect.log.api import LogError
 from connect.logging_setup import configure_logging
 
@@ -26,22 +21,11 @@ if TYPE_CHECKING:  # imported when they start: `headrace` tools need neither
     from connect.runtime.standalone import StandaloneHerder
     from rest import RestServer
 
+__all__ = ["StandaloneRuntime", "standalone_main"]
+
 log = logging.getLogger("connect.cli")
 
-EXIT_CONFIG = 1
-EXIT_RUNTIME = 2
 
-
-class CliError(Exception):
-    """An expected failure, reported as one line."""
-
-
-def _fail(message: str, code: int = EXIT_CONFIG) -> int:
-    print(f"ERROR {message}", file=sys.stderr, flush=True)
-    return code
-
-
-# --- connect-standalone ----------------------------------------------------------------------------------------
 def standalone_main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="connect-standalone",
@@ -54,7 +38,7 @@ def standalone_main(argv: Sequence[str] | None = None) -> int:
     try:
         runtime = StandaloneRuntime(args.worker_config, args.connector_configs)
     except CliError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     return runtime.run()
 
 
@@ -189,11 +173,11 @@ class StandaloneRuntime:
         except (ConfigException, ConnectException, LogError, OSError) as exc:
             log.debug("start-up failed", exc_info=exc)
             self.shutdown()
-            return _fail(str(exc), EXIT_RUNTIME)
+            return fail(str(exc), EXIT_RUNTIME)
         except Exception as exc:  # noqa: BLE001 - the user gets one line; the trace goes to the log
             log.error("Worker failed to start", exc_info=exc)
             self.shutdown()
-            return _fail(f"worker failed to start: {exc}", EXIT_RUNTIME)
+            return fail(f"worker failed to start: {exc}", EXIT_RUNTIME)
         log.info("Headrace standalone worker started")
         self._stop.wait()
         log.info("Shutting down")
@@ -228,52 +212,6 @@ def _worker_id(config) -> str:  # noqa: ANN001
     if port is None and listeners:
         port = listeners[0].rsplit(":", 1)[-1]
     return f"{host}:{port}" if port else f"{host}:{uuid.uuid4().hex[:8]}"
-
-
-# --- connect-distributed ------------------------------------------------------------------------------------------
-def distributed_main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="connect-distributed", description="Run a distributed Headrace worker.")
-    parser.add_argument("worker_config")
-    parser.parse_args(argv)
-    return _fail("distributed mode is not available yet in this build", EXIT_RUNTIME)
-
-
-# --- headrace (log tools) ------------------------------------------------------------------------------------------
-def headrace_main(argv: Sequence[str] | None = None) -> int:
-    from connect import tools
-
-    parser = tools.build_parser()
-    args = parser.parse_args(argv)
-    configure_logging("WARNING" if not getattr(args, "verbose", False) else "INFO")
-    if not hasattr(args, "handler"):
-        parser.print_help()
-        return EXIT_CONFIG
-    try:
-        return int(args.handler(args) or 0)
-    except CliError as exc:
-        return _fail(str(exc))
-    except (ConfigException, LogError, ConnectException, OSError) as exc:
-        return _fail(str(exc), EXIT_RUNTIME)
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return 0
-
-
-def worker_config_for_tools(path: str | None, bootstrap: str | None):  # noqa: ANN201
-    from connect.runtime.properties import load_config_file
-
-    props: dict[str, str] = {}
-    if path:
-        try:
-            props = load_config_file(path)
-        except ConfigException as exc:
-            raise CliError(str(exc)) from exc
-        if not Path(path).exists():
-            raise CliError(f"{path}: no such file")
-    if bootstrap:
-        props["bootstrap.servers"] = bootstrap
-    return props
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""``headrace`` subcommands: topic admin and console producer/consumer for either log backend.
+"""``headrace``: topic admin, console producer/consumer, group offsets and log check/repair: topic admin and console producer/consumer for either log backend.
 
 Each takes the worker config file (``-c``), so the same commands work on the
 embedded log and on Kafka. Commands that only look open the embedded log
@@ -13,17 +13,20 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from connect.api.errors import ConfigException, ConnectException
 from connect.api.topic_partition import TopicPartition
+from connect.cli.exit import EXIT_CONFIG, EXIT_RUNTIME, CliError, fail
+from connect.log.api import LogError
+from connect.logging_setup import configure_logging
 
-__all__ = ["build_parser"]
+__all__ = ["build_parser", "headrace_main", "worker_config_for_tools"]
 
 
 def _props(args: argparse.Namespace) -> dict[str, str]:
-    from connect.cli import worker_config_for_tools
-
     props = worker_config_for_tools(args.config, getattr(args, "bootstrap_server", None))
     if not props.get("bootstrap.servers") and args.log_dir:
         props["embedded.log.dir"] = args.log_dir
@@ -46,8 +49,6 @@ def _common(p: argparse.ArgumentParser, kafka: bool = True) -> None:
 
 
 def _parse_kv(items: list[str] | None, what: str) -> dict[str, str]:
-    from connect.cli import CliError
-
     out = {}
     for item in items or []:
         if "=" not in item:
@@ -220,8 +221,6 @@ def _offsets(args: argparse.Namespace) -> int:
 
 # --- log check / repair ------------------------------------------------------------------------------------------------
 def _embedded_dir(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
-    from connect.cli import CliError
-
     props = _props(args)
     if props.get("bootstrap.servers"):
         raise CliError("log check and log repair work on the embedded log; this worker config uses Kafka")
@@ -324,3 +323,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partition", type=int, required=True)
     p.set_defaults(handler=_log_repair)
     return parser
+
+
+def headrace_main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging("WARNING" if not getattr(args, "verbose", False) else "INFO")
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return EXIT_CONFIG
+    try:
+        return int(args.handler(args) or 0)
+    except CliError as exc:
+        return fail(str(exc))
+    except (ConfigException, LogError, ConnectException, OSError) as exc:
+        return fail(str(exc), EXIT_RUNTIME)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def worker_config_for_tools(path: str | None, bootstrap: str | None):  # noqa: ANN201
+    from connect.runtime.properties import load_config_file
+
+    props: dict[str, str] = {}
+    if path:
+        try:
+            props = load_config_file(path)
+        except ConfigException as exc:
+            raise CliError(str(exc)) from exc
+        if not Path(path).exists():
+            raise CliError(f"{path}: no such file")
+    if bootstrap:
+        props["bootstrap.servers"] = bootstrap
+    return props
