@@ -23,9 +23,9 @@ from itertools import accumulate, pairwise
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from connect.api.topic_partition import TopicPartition  # noqa: E402
-from connect.log.api import NewTopic  # noqa: E402
-from connect.log.embedded.backend import EmbeddedBackend  # noqa: E402
+from connect.api.topic_partition import TopicPartition
+from connect.log.api import NewTopic
+from connect.log.embedded.backend import EmbeddedBackend
 
 
 def make_batches(count: int, batch: int, size: int, vary: bool) -> list[list[bytes]]:

@@ -156,7 +156,7 @@ def _worker(work: Path, name: str, bootstrap: str, connector: dict[str, object],
     )
     (work / f"{name}.properties").write_text("".join(f"{k}={v}\n" for k, v in connector.items()))
     exe = Path(sys.executable).with_name("connect-standalone")
-    log = open(work / f"{name}-worker.log", "wb")  # noqa: SIM115 - lives as long as the process
+    log = open(work / f"{name}-worker.log", "wb")  # lives as long as the process
     return subprocess.Popen([str(exe), str(work / f"{name}-worker.properties"), str(work / f"{name}.properties")],
                             stdout=log, stderr=subprocess.STDOUT)
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.support import free_port, rest_ready, wait_until  # noqa: E402
+from tests.support import free_port, rest_ready, wait_until
 
 
 def _open_loop(url: str, rate: float, seconds: float, out: mp.Queue) -> None:
@@ -66,7 +66,7 @@ def _closed_loop(url: str, seconds: float, clients: int, out: mp.Queue) -> None:
     out.put(sum(counts) / seconds)
 
 
-def _in_process(target, *args):  # noqa: ANN001, ANN202 - runs the load generator in a second process
+def _in_process(target, *args):  # runs the load generator in a second process
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     p = ctx.Process(target=target, args=(*args, q))

@@ -107,7 +107,7 @@ def run_sink(task_cls: type, props: dict[str, str], log_dir: Path, state: Path, 
     def run() -> None:
         try:
             task.run()
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
 
     thread = threading.Thread(target=run, daemon=True)

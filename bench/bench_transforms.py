@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from connect.api import ConnectRecord, Schema, SchemaBuilder, SourceRecord, Struct, Transformation  # noqa: E402
-from plugins.transforms import InsertField, ReplaceField, TimestampRouter  # noqa: E402
+from connect.api import ConnectRecord, Schema, SchemaBuilder, SourceRecord, Struct, Transformation
+from plugins.transforms import InsertField, ReplaceField, TimestampRouter
 
 BASE_TS = 1_700_000_000_000
 SCHEMA = (

@@ -59,7 +59,7 @@ class FileConfigProvider(ConfigProvider):
             data = _read_properties(file)
         except OSError as exc:
             raise ConfigException(message=f"Could not read properties from file {path}: {exc.strerror}") from None
-        except Exception as exc:  # noqa: BLE001 - jproperties' ParseError; its text never holds a value
+        except Exception as exc:  # jproperties' ParseError; its text never holds a value
             raise ConfigException(message=f"Could not parse properties file {path}: {type(exc).__name__}") from None
         return ConfigData({k: v for k, v in data.items() if keys is None or k in keys})
 

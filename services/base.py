@@ -85,7 +85,7 @@ def _kill_leftovers() -> None:
     for svc in list(_live):
         try:
             svc.kill()
-        except Exception:  # noqa: BLE001 - best effort while exiting
+        except Exception:  # best effort while exiting
             pass
 
 
@@ -203,7 +203,7 @@ class Service(abc.ABC):
             try:
                 if self.ready():
                     return
-            except Exception:  # noqa: BLE001 - not ready yet, whatever the reason
+            except Exception:  # not ready yet, whatever the reason
                 pass
             if time.monotonic() > deadline:
                 self.kill()

@@ -140,7 +140,7 @@ class ElasticsearchService(SearchNodeService):
 
     # -- helpers for tests and users -------------------------------------------------
 
-    def client(self, **kwargs: Any):  # noqa: ANN201 - elasticsearch.Elasticsearch, imported lazily
+    def client(self, **kwargs: Any):  # elasticsearch.Elasticsearch, imported lazily
         """An ``elasticsearch`` client (``pip install headrace[spark]``)."""
         from elasticsearch import Elasticsearch
 

@@ -172,7 +172,7 @@ class HdfsService(Service):
 
     # -- helpers for tests and users -------------------------------------------------
 
-    def client(self, user: str = "root"):  # noqa: ANN201 - hdfs.InsecureClient, imported lazily
+    def client(self, user: str = "root"):  # hdfs.InsecureClient, imported lazily
         """A WebHDFS client from the ``hdfs`` package (``pip install headrace[spark]``)."""
         from hdfs import InsecureClient
 

@@ -93,7 +93,7 @@ class OpenSearchService(SearchNodeService):
 
     # -- helpers for tests and users -------------------------------------------------
 
-    def client(self, **kwargs: Any):  # noqa: ANN201 - opensearchpy.OpenSearch, imported lazily
+    def client(self, **kwargs: Any):  # opensearchpy.OpenSearch, imported lazily
         """An ``opensearch-py`` client (``pip install headrace[spark]``)."""
         from opensearchpy import OpenSearch
 

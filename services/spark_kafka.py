@@ -31,7 +31,7 @@ class SparkKafkaJars(Service):
 
     name = "spark-kafka"
 
-    def __init__(self, port: int | None = None, work_dir: str | None = None) -> None:  # noqa: ARG002
+    def __init__(self, port: int | None = None, work_dir: str | None = None) -> None:
         raise ServiceError("spark-kafka is a set of jars for Spark, not a server: use 'fetch', not 'start'")
 
     @classmethod

@@ -40,19 +40,19 @@ if __package__ in (None, ""):  # run as a script (spark-submit): make the packag
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # after the path fix above
-from connect.api.connector import SinkConnector  # noqa: E402
-from connect.api.errors import ConfigException, ConnectException  # noqa: E402
-from connect.log import open_log_backend  # noqa: E402
-from connect.log.api import LogError  # noqa: E402
-from connect.logging_setup import configure_logging  # noqa: E402
-from connect.runtime.connector_validation import ConnectorConfigValidator  # noqa: E402
-from connect.runtime.herder import ConnectorTaskId, State, TargetState  # noqa: E402
-from connect.runtime.offsets import OffsetStore  # noqa: E402
-from connect.runtime.plugins import PluginRegistry  # noqa: E402
-from connect.runtime.properties import load_config_file  # noqa: E402
-from connect.runtime.status import Status, StatusStore  # noqa: E402
-from connect.runtime.worker import Worker  # noqa: E402
-from connect.runtime.worker_config import WorkerConfig  # noqa: E402
+from connect.api.connector import SinkConnector
+from connect.api.errors import ConfigException, ConnectException
+from connect.log import open_log_backend
+from connect.log.api import LogError
+from connect.logging_setup import configure_logging
+from connect.runtime.connector_validation import ConnectorConfigValidator
+from connect.runtime.herder import ConnectorTaskId, State, TargetState
+from connect.runtime.offsets import OffsetStore
+from connect.runtime.plugins import PluginRegistry
+from connect.runtime.properties import load_config_file
+from connect.runtime.status import Status, StatusStore
+from connect.runtime.worker import Worker
+from connect.runtime.worker_config import WorkerConfig
 
 log = logging.getLogger("spark_sinks")
 

@@ -286,7 +286,7 @@ def read_range(r: LogRange) -> Iterator[Any]:
         reader.close()
 
 
-def _arrow_schema():  # noqa: ANN202 - pyarrow.Schema
+def _arrow_schema():  # pyarrow.Schema
     import pyarrow as pa
 
     header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])

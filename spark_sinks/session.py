@@ -90,7 +90,7 @@ def spark_session(config: Mapping[str, Any]) -> Any:
         if existing is None:
             from pyspark import SparkContext
 
-            if SparkContext._active_spark_context is not None:  # noqa: SLF001 - created elsewhere in-process
+            if SparkContext._active_spark_context is not None:  # created elsewhere in-process
                 existing = SparkSession.builder.getOrCreate()
         if existing is not None:
             running = existing.sparkContext.master
@@ -140,7 +140,7 @@ def log_source_for(spark: Any, connector: str) -> str:
 
     name = f"{NAME}-{re.sub(r'[^A-Za-z0-9_-]', '_', connector)}"
     with _lock:
-        manager = spark._jsparkSession.sessionState().dataSourceManager()  # noqa: SLF001
+        manager = spark._jsparkSession.sessionState().dataSourceManager()
         if not manager.dataSourceExists(name):
             spark.dataSource.register(source_class(name))
     return name

@@ -54,7 +54,7 @@ class SparkSinkTask(StreamingSinkTask):
     def default_checkpoint(self) -> str:
         raise NotImplementedError
 
-    def prepare(self, spark: Any) -> None:  # noqa: B027 - optional hook
+    def prepare(self, spark: Any) -> None:  # optional hook
         """Called once the Spark session is up, before the first query starts (connect, check, recover)."""
 
     def write_batch(self, df: Any, batch_id: int) -> None:
@@ -197,29 +197,29 @@ class SparkSinkTask(StreamingSinkTask):
         try:
             query.stop()
             log.info("%s: Spark query %s stopped", self.name, self.query_name)
-        except Exception:  # noqa: BLE001 - the query may already be gone with its session
+        except Exception:  # the query may already be gone with its session
             log.warning("%s: stopping the Spark query failed", self.name, exc_info=True)
         with contextlib.suppress(Exception):
             self._update_progress(query)
 
     def _checkpoint_exists(self, spark: Any) -> bool:
         try:
-            jvm = spark._jvm  # noqa: SLF001
+            jvm = spark._jvm
             path = jvm.org.apache.hadoop.fs.Path(self.checkpoint.rstrip("/") + "/offsets")
-            fs = path.getFileSystem(spark._jsc.hadoopConfiguration())  # noqa: SLF001
+            fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
             return bool(fs.exists(path))
-        except Exception:  # noqa: BLE001 - unknown: let Spark decide from the checkpoint itself
+        except Exception:  # unknown: let Spark decide from the checkpoint itself
             return True
 
     def _checkpoint_last_offsets(self, spark: Any) -> str | None:
         """The source offsets (JSON) of the last batch in the checkpoint's offset log, where the query resumes."""
         try:
-            jvm = spark._jvm  # noqa: SLF001
+            jvm = spark._jvm
             folder = jvm.org.apache.hadoop.fs.Path(self.checkpoint.rstrip("/") + "/offsets")
-            fs = folder.getFileSystem(spark._jsc.hadoopConfiguration())  # noqa: SLF001
+            fs = folder.getFileSystem(spark._jsc.hadoopConfiguration())
             batches = [int(st.getPath().getName()) for st in fs.listStatus(folder)
                        if st.getPath().getName().isdigit()]
-        except Exception:  # noqa: BLE001 - only an optimisation: without it the first batch is not capped
+        except Exception:  # only an optimisation: without it the first batch is not capped
             log.debug("%s: could not list the checkpoint's offset log", self.name, exc_info=True)
             return None
         return self.read_offset_log(max(batches), spark) if batches else None
@@ -238,9 +238,9 @@ class SparkSinkTask(StreamingSinkTask):
         return last if last.startswith("{") else None
 
     def _checkpoint_path(self, spark: Any, relative: str) -> tuple[Any, Any]:
-        jvm = spark._jvm  # noqa: SLF001
+        jvm = spark._jvm
         path = jvm.org.apache.hadoop.fs.Path(f"{self.checkpoint.rstrip('/')}/{relative}")
-        return path, path.getFileSystem(spark._jsc.hadoopConfiguration())  # noqa: SLF001
+        return path, path.getFileSystem(spark._jsc.hadoopConfiguration())
 
     def _read_checkpoint_file(self, relative: str, spark: Any = None) -> str | None:
         spark = spark or self._spark
@@ -250,11 +250,11 @@ class SparkSinkTask(StreamingSinkTask):
                 return None
             stream = fs.open(path)
             try:
-                data = bytes(spark._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))  # noqa: SLF001
+                data = bytes(spark._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
             finally:
                 stream.close()
             return data.decode("utf-8", "replace")
-        except Exception:  # noqa: BLE001 - the caller falls back to what it can do without
+        except Exception:  # the caller falls back to what it can do without
             log.debug("%s: could not read %s of the checkpoint", self.name, relative, exc_info=True)
             return None
 
@@ -266,7 +266,7 @@ class SparkSinkTask(StreamingSinkTask):
                 out.write(bytearray(text.encode("utf-8")))
             finally:
                 out.close()
-        except Exception:  # noqa: BLE001 - an optimisation only; a replay then finds the range by scanning
+        except Exception:  # an optimisation only; a replay then finds the range by scanning
             log.warning("%s: could not keep the starting offsets with the checkpoint", self.name, exc_info=True)
 
     def _on_batch(self, df: Any, batch_id: int) -> None:

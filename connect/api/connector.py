@@ -242,10 +242,10 @@ class SourceTask(Task):
         RetriableException to be polled again, anything else to fail the task.
         """
 
-    def commit(self) -> None:  # noqa: B027 - optional hook
+    def commit(self) -> None:  # optional hook
         """Offsets up to the last flush are committed."""
 
-    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:  # noqa: B027
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         """``record`` was acknowledged by the log (metadata None: dropped by a transform or filter)."""
 
 
@@ -306,7 +306,7 @@ class SinkTask(Task):
     def initialize(self, context: SinkTaskContext) -> None:
         self.context = context
 
-    def open(self, partitions: Collection[TopicPartition]) -> None:  # noqa: B027 - optional hook
+    def open(self, partitions: Collection[TopicPartition]) -> None:  # optional hook
         """These partitions are now this task's."""
 
     @abc.abstractmethod
@@ -321,7 +321,7 @@ class SinkTask(Task):
         ``context.errant_record_reporter()`` instead.
         """
 
-    def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:  # noqa: B027 - optional hook
+    def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:  # optional hook
         """Make everything ``put`` so far durable."""
 
     def pre_commit(self, current_offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
@@ -329,7 +329,7 @@ class SinkTask(Task):
         self.flush(current_offsets)
         return current_offsets
 
-    def close(self, partitions: Collection[TopicPartition]) -> None:  # noqa: B027 - optional hook
+    def close(self, partitions: Collection[TopicPartition]) -> None:  # optional hook
         """These partitions are no longer this task's; drop their buffered state."""
 
 
@@ -395,10 +395,10 @@ class StreamingSinkTask(Task):
         other threads while it runs. An exception fails the task with its trace.
         """
 
-    def pause(self) -> None:  # noqa: B027 - optional hook
+    def pause(self) -> None:  # optional hook
         """Stop taking new records until ``resume``; called from another thread."""
 
-    def resume(self) -> None:  # noqa: B027 - optional hook
+    def resume(self) -> None:  # optional hook
         """Take records again after ``pause``; called from another thread."""
 
     def progress(self) -> Mapping[str, Any]:

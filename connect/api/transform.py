@@ -36,7 +36,7 @@ class Transformation(abc.ABC, Generic[R]):
     def config(self) -> ConfigDef:
         """The ConfigDef of the transform's keys, for validation before anything runs; must not raise."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:  # optional hook
         pass
 
     def version(self) -> str:
@@ -58,7 +58,7 @@ class Predicate(abc.ABC, Generic[R]):
     def config(self) -> ConfigDef:
         """The ConfigDef of the predicate's keys, for validation before anything runs; must not raise."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:  # optional hook
         pass
 
     def version(self) -> str:

@@ -33,7 +33,7 @@ def _props(args: argparse.Namespace) -> dict[str, str]:
     return props
 
 
-def _backend(args: argparse.Namespace, read_only: bool = False):  # noqa: ANN202 - a LogBackend
+def _backend(args: argparse.Namespace, read_only: bool = False):  # a LogBackend
     """The log the worker config names; ``read_only`` for commands that only look (they run beside a worker)."""
     from connect.log import open_log_backend
 
@@ -344,7 +344,7 @@ def headrace_main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def worker_config_for_tools(path: str | None, bootstrap: str | None):  # noqa: ANN201
+def worker_config_for_tools(path: str | None, bootstrap: str | None):
     from connect.runtime.properties import load_config_file
 
     props: dict[str, str] = {}

@@ -42,7 +42,7 @@ def standalone_main(argv: Sequence[str] | None = None) -> int:
     return runtime.run()
 
 
-def _load_worker_config(path: str, config_cls: type):  # noqa: ANN202 - a WorkerConfig subclass instance
+def _load_worker_config(path: str, config_cls: type):  # a WorkerConfig subclass instance
     from connect.runtime.properties import load_config_file
 
     try:
@@ -132,7 +132,7 @@ class StandaloneRuntime:
             log.info("[%s] Created connector from %s (%s, %d task(s))", info.name, path, info.type.value,
                      len(info.tasks))
 
-    def _config_store(self, backend, offsets_file: str, worker_id: str):  # noqa: ANN001, ANN202
+    def _config_store(self, backend, offsets_file: str, worker_id: str):
         """The worker's own config topic: in its embedded log, or on Kafka one named after its lasting id."""
         from connect.runtime.config_encryption import ConfigEncryption
         from connect.runtime.config_store import ConfigTopicStore
@@ -174,7 +174,7 @@ class StandaloneRuntime:
             log.debug("start-up failed", exc_info=exc)
             self.shutdown()
             return fail(str(exc), EXIT_RUNTIME)
-        except Exception as exc:  # noqa: BLE001 - the user gets one line; the trace goes to the log
+        except Exception as exc:  # the user gets one line; the trace goes to the log
             log.error("Worker failed to start", exc_info=exc)
             self.shutdown()
             return fail(f"worker failed to start: {exc}", EXIT_RUNTIME)
@@ -195,7 +195,7 @@ class StandaloneRuntime:
             backend.close()
 
 
-def _keep_secrets_out_of_text(transformer, status) -> None:  # noqa: ANN001
+def _keep_secrets_out_of_text(transformer, status) -> None:
     """Values resolved from config providers are blanked from every log line and status trace."""
     from connect.runtime.config_transformer import SecretRedactingFilter
 
@@ -205,7 +205,7 @@ def _keep_secrets_out_of_text(transformer, status) -> None:  # noqa: ANN001
         handler.addFilter(redacting)
 
 
-def _worker_id(config) -> str:  # noqa: ANN001
+def _worker_id(config) -> str:
     listeners = config.get_list("listeners")
     host = config.get("rest.advertised.host.name") or socket.gethostname()
     port = config.get("rest.advertised.port")

@@ -112,7 +112,7 @@ class AbstractHerder(Herder):
             raise NotFoundError(f"Unknown plugin {plugin}.")
         try:
             definition = info.cls().config()
-        except Exception as exc:  # noqa: BLE001 - a broken plugin is the plugin's problem, reported as such
+        except Exception as exc:  # a broken plugin is the plugin's problem, reported as such
             raise BadRequestError(f"Could not read the config definition of {plugin}: {exc}") from exc
         return [key_definition(k) for k in definition.config_keys.values() if not k.internal]
 

@@ -97,7 +97,7 @@ class ConfigTransformer:
             for match in _REFERENCE.finditer(raw):
                 try:
                     value = self._lookup(key, match)
-                except Exception:  # noqa: BLE001 - a reference that does not resolve now was not passed on
+                except Exception:  # a reference that does not resolve now was not passed on
                     continue
                 if value != match.group(0) and len(value) >= _MIN_REDACTED_LENGTH:
                     pieces[value] = match.group(0)

@@ -147,7 +147,7 @@ class ErrorHandler:
                     raise TaskStoppingError(f"Task stopped while retrying {stage.value} ({plugin_class})") from error
                 try:
                     return operation()
-                except Exception as exc:  # noqa: BLE001 - every plugin failure is handled here
+                except Exception as exc:  # every plugin failure is handled here
                     error = exc
         self.tolerate_or_raise(Failure(stage, plugin_class, error, consumed, source_record))
         return None

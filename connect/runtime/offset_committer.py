@@ -99,7 +99,7 @@ class SourceTaskOffsetCommitter:
     def _commit(self, entry: _Scheduled) -> None:
         try:
             entry.commit()
-        except Exception:  # noqa: BLE001 - one task's failed commit must not stop the others'
+        except Exception:  # one task's failed commit must not stop the others'
             log.exception("[%s] Offset commit of task %s failed", entry.task_id.connector, entry.task_id)
         finally:
             with self._cond:

@@ -160,7 +160,7 @@ class PluginRegistry:
     def _register_task_of(self, connector_cls: type, connector_name: str) -> None:
         try:
             task_cls = connector_cls().task_class()
-        except Exception as exc:  # noqa: BLE001 - the connector still lists; its tasks fail with a clear reason
+        except Exception as exc:  # the connector still lists; its tasks fail with a clear reason
             log.warning("Cannot learn the task class of connector %s: %s", connector_name, exc)
             return
         if inspect.isclass(task_cls) and issubclass(task_cls, Task) and not inspect.isabstract(task_cls):

@@ -127,7 +127,7 @@ class StandaloneHerder(AbstractHerder):
                     self._update_task_configs(name)
                 except HerderError:
                     raise
-                except Exception as exc:  # noqa: BLE001 - the connector's task_configs() broke: it is FAILED
+                except Exception as exc:  # the connector's task_configs() broke: it is FAILED
                     self.worker.fail_connector(name, exc)
                     return
                 self._start_tasks(name)

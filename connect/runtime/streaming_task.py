@@ -145,24 +145,24 @@ class WorkerStreamingTask(WorkerTask):
     def close(self) -> None:
         try:
             self.task.stop()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("%s Error stopping streaming sink task", self)
         dlq = self.errors.dlq
         if dlq is not None:
             try:
                 dlq.flush(self.offset_flush_timeout)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("%s Error flushing the dead letter queue", self)
             try:
                 dlq.producer.close(self.offset_flush_timeout)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("%s Error closing the dead letter queue producer", self)
         self._log_progress(force=True)
 
     def _signal_stop(self) -> None:
         try:
             self.task.stop()
-        except Exception:  # noqa: BLE001 - stopping must go on
+        except Exception:  # stopping must go on
             log.exception("%s Error asking streaming sink task to stop", self)
 
     def _signal_state_change(self) -> None:
@@ -178,7 +178,7 @@ class WorkerStreamingTask(WorkerTask):
                     self.task.pause()
                 else:
                     self.task.resume()
-            except Exception:  # noqa: BLE001 - a failed pause/resume is logged; run() reports real failures
+            except Exception:  # a failed pause/resume is logged; run() reports real failures
                 log.exception("%s Error changing the target state of the streaming sink task", self)
                 return
             self._paused_task = paused
@@ -194,7 +194,7 @@ class WorkerStreamingTask(WorkerTask):
     def progress(self) -> dict[str, Any]:
         try:
             return dict(self.task.progress())
-        except Exception:  # noqa: BLE001 - progress is informative only
+        except Exception:  # progress is informative only
             log.debug("%s progress() failed", self, exc_info=True)
             return {}
 

@@ -125,7 +125,7 @@ class Worker:
         self.source_committer = source_committer or SourceTaskOffsetCommitter(clock)
 
     @property
-    def admin(self):  # noqa: ANN201 - lazily made admin client of the topic layer
+    def admin(self):  # lazily made admin client of the topic layer
         if self._admin is None:
             self._admin = self.backend.admin()
         return self._admin
@@ -150,7 +150,7 @@ class Worker:
                 connector.initialize(context)
                 self._apply_connector_state(wc, target)
                 return True
-            except Exception as exc:  # noqa: BLE001 - a connector that fails to start is FAILED, not fatal
+            except Exception as exc:  # a connector that fails to start is FAILED, not fatal
                 log.error("[%s] Failed to start connector: %s", name, exc, exc_info=exc)
                 self.status.put_connector(name, Status(State.FAILED, self.worker_id, format_trace(exc)))
                 return False
@@ -176,7 +176,7 @@ class Worker:
             if wc is not None:
                 try:
                     self._apply_connector_state(wc, target)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     self.fail_connector(name, exc)
             if target is TargetState.STOPPED:
                 return  # the herder stops the tasks
@@ -196,7 +196,7 @@ class Worker:
         if wc.started:
             try:
                 wc.connector.stop()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("[%s] Error while stopping connector", name)
         log.info("[%s] Connector stopped", name)
 
@@ -240,7 +240,7 @@ class Worker:
                 raise ConnectException(f"Task {task_id} already running on this worker")
             try:
                 task = self._build_task(task_id, connector_config, task_config, target)
-            except Exception as exc:  # noqa: BLE001 - the task is FAILED with the reason as its trace
+            except Exception as exc:  # the task is FAILED with the reason as its trace
                 log.error("[%s] Failed to start task %s: %s", task_id.connector, task_id, exc, exc_info=exc)
                 self.status.put_task(task_id, Status(State.FAILED, self.worker_id, format_trace(exc)))
                 return False
@@ -310,7 +310,7 @@ class Worker:
         replication = cc.dlq_replication_factor
         try:
             self.admin.create_topic(NewTopic(topic, 1, replication), exist_ok=True)
-        except Exception as exc:  # noqa: BLE001 - a cluster with fewer brokers: fall back to its default
+        except Exception as exc:  # a cluster with fewer brokers: fall back to its default
             log.warning("[%s] Could not create DLQ topic %s with replication factor %d (%s); using the default",
                         task_id.connector, topic, replication, exc)
             self.admin.create_topic(NewTopic(topic, 1, -1), exist_ok=True)

@@ -42,7 +42,7 @@ class TaskConverters:
         for conv in (self.key, self.value, self.header):
             try:
                 conv.close()
-            except Exception:  # noqa: BLE001 - closing must not mask the task's own outcome
+            except Exception:  # closing must not mask the task's own outcome
                 log.exception("Error closing converter %s", type(conv).__qualname__)
 
 
@@ -171,7 +171,7 @@ class WorkerTask(abc.ABC):
         if self.errors.dlq is not None:
             try:
                 self.errors.dlq.producer.close(self.offset_flush_timeout)
-            except Exception:  # noqa: BLE001 - closing must not mask the task's own outcome
+            except Exception:  # closing must not mask the task's own outcome
                 log.exception("%s Error closing the dead letter queue producer", self)
 
     def await_unpaused(self) -> bool:
@@ -218,7 +218,7 @@ class WorkerTask(abc.ABC):
                 self.execute()
         except TaskStoppingError as exc:
             log.info("%s %s", self, exc)
-        except BaseException as exc:  # noqa: BLE001 - any escape fails the task with its trace
+        except BaseException as exc:  # any escape fails the task with its trace
             self._failed = True
             log.error("%s Task threw an uncaught and unrecoverable exception. Task is being killed and will "
                       "not recover until manually restarted: %s", self, exc, exc_info=exc)
@@ -227,7 +227,7 @@ class WorkerTask(abc.ABC):
             started = self.clock.monotonic()
             try:
                 self.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("%s Error while closing task", self)
             self.converters.close()
             if self.chain is not None:

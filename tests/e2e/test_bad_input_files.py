@@ -11,7 +11,7 @@ from tests.support import run_cli, worker_properties
 pytestmark = pytest.mark.timeout(120)
 
 
-def _one_error_line(res) -> str:  # noqa: ANN001
+def _one_error_line(res) -> str:
     err = res.stderr.decode()
     assert res.returncode != 0, err
     assert "Traceback" not in err, err

@@ -109,7 +109,7 @@ def _status(port: int, name: str) -> dict:
     return r.json()
 
 
-def _wait_rest(port: int, worker) -> None:  # noqa: ANN001 - a CliProcess
+def _wait_rest(port: int, worker) -> None:  # a CliProcess
     wait_until(lambda: rest_ready(port) or not worker.alive(), 60, what="REST /health")
     assert worker.alive(), worker.log()
 

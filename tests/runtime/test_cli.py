@@ -14,7 +14,7 @@ from tests.support import worker_properties, write_properties
 
 
 @pytest.fixture(autouse=True)
-def _keep_logging():  # noqa: ANN202 - the CLI replaces the root handlers; later tests need pytest's back
+def _keep_logging():  # the CLI replaces the root handlers; later tests need pytest's back
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     yield

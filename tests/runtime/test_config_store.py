@@ -27,13 +27,13 @@ def backend(tmp_path):
     b.close()
 
 
-def _store(backend, **kw) -> ConfigTopicStore:  # noqa: ANN001
+def _store(backend, **kw) -> ConfigTopicStore:
     store = ConfigTopicStore(backend, "connect-configs", **kw)
     store.start()
     return store
 
 
-def _reread(backend, **kw) -> ConfigTopicStore:  # noqa: ANN001
+def _reread(backend, **kw) -> ConfigTopicStore:
     store = _store(backend, **kw)
     store.stop()
     return store
@@ -49,7 +49,7 @@ class _FailingProducer:
     def __init__(self, where: str) -> None:
         self.where = where
 
-    def send_batch(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+    def send_batch(self, *args, **kwargs) -> None:
         if self.where == "send":
             raise OSError(28, "No space left on device")
 

@@ -24,7 +24,7 @@ TASK = ConnectorTaskId("src", 0)
 
 
 @pytest.fixture
-def herder():  # noqa: ANN201
+def herder():
     clock = FakeClock()
     backend = MemoryBackend(clock)
     config = StandaloneConfig({"key.converter": "org.apache.kafka.connect.storage.StringConverter",

@@ -40,7 +40,7 @@ def _worker(**settings: str) -> Worker:
 
 
 @pytest.fixture
-def worker():  # noqa: ANN201
+def worker():
     worker = _worker()
     yield worker
     worker.stop()

@@ -23,7 +23,7 @@ from tests.support import wait_until
 TP = TopicPartition("lines", 0)
 
 
-def _started(**kwargs):  # noqa: ANN202 - (WorkerSinkTask, backend, clock)
+def _started(**kwargs):  # (WorkerSinkTask, backend, clock)
     clock = FakeClock()
     backend = MemoryBackend(clock)
     backend.log.create("lines")

@@ -36,7 +36,7 @@ def _committed(offsets: MemoryOffsetStore) -> int | None:
     return position
 
 
-def _started(task: ScriptedSourceTask, **kwargs):  # noqa: ANN202 - a WorkerSourceTask ready to iterate
+def _started(task: ScriptedSourceTask, **kwargs):  # a WorkerSourceTask ready to iterate
     clock = kwargs.pop("clock", None) or FakeClock()
     wt = source_task(task, clock, **kwargs)
     wt.initialize_and_start()

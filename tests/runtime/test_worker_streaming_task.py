@@ -7,7 +7,7 @@ from tests.runtime.fakes import WAIT, ControlledStreamingTask, FakeClock, Record
 from tests.support import wait_until
 
 
-def _running(tmp_path, **kwargs):  # noqa: ANN001, ANN202 - (WorkerStreamingTask, plugin, status)
+def _running(tmp_path, **kwargs):  # (WorkerStreamingTask, plugin, status)
     status = RecordingStatus()
     plugin = ControlledStreamingTask()
     wt = streaming_task(plugin, FakeClock(), status=status, state_dir=str(tmp_path / "state"), **kwargs)

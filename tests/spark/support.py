@@ -230,7 +230,7 @@ class InProcessTask:
     def _run(self) -> None:
         try:
             self.task.run()
-        except BaseException as exc:  # noqa: BLE001 - the test reports it
+        except BaseException as exc:  # the test reports it
             self.error = exc
 
     def __enter__(self) -> InProcessTask:

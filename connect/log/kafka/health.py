@@ -84,7 +84,7 @@ class ClusterHealth:
                     return
                 self._confirmed(error)
                 self._closed.wait(self.interval)
-        except Exception:  # noqa: BLE001 - a broken probe must not take anything else down
+        except Exception:  # a broken probe must not take anything else down
             log.exception("Kafka health probe failed")
         with self._lock:
             self._probe_thread = None
