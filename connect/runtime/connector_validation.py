@@ -65,11 +65,6 @@ class ValidationResult:
         return (f"Connector configuration is invalid and contains the following {len(errs)} error(s):\n{lines}\n"
                 "You can also find the above list of errors at the endpoint `/connector-plugins/{connectorType}/config/validate`")
 
-    def raise_if_invalid(self) -> None:
-        if self.error_count:
-            name, err = self.errors[0]
-            raise ConfigException(name, None, err)
-
     def to_config_infos(self) -> dict[str, Any]:
         """The body of PUT /connector-plugins/{type}/config/validate."""
         configs: list[dict[str, Any]] = []

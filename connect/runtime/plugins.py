@@ -74,11 +74,6 @@ def plugin_kinds(cls: type) -> tuple[str, ...]:
     return tuple(name for base, name in _PLUGIN_TYPES if issubclass(cls, base))
 
 
-def plugin_type(cls: type) -> str | None:
-    kinds = plugin_kinds(cls)
-    return kinds[0] if kinds else None
-
-
 class PluginRegistry:
     def __init__(self, plugin_path: Iterable[str] = (), use_entry_points: bool = True) -> None:
         self._by_name: dict[str, PluginInfo] = {}

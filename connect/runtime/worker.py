@@ -227,11 +227,6 @@ class Worker:
             out.append(task_cfg)
         return out
 
-    def connector_is_sink(self, name: str) -> bool:
-        with self._lock:
-            wc = self._connectors.get(name)
-        return wc is not None and wc.is_sink
-
     # --- tasks ----------------------------------------------------------------------------------------------
     def start_task(self, task_id: ConnectorTaskId, connector_config: Mapping[str, str], task_config: Mapping[str, str],
                    target: TargetState) -> bool:

@@ -200,10 +200,6 @@ class WorkerTask(abc.ABC):
             self._set_status(State.RUNNING)
             log.info("%s Task resumed", self)
 
-    @property
-    def reported_state(self) -> State | None:
-        return self._reported
-
     def _set_status(self, state: State, trace: str | None = None) -> None:
         self._reported = state
         self.status.put_task(self.id, Status(state, self.worker_id, trace))
