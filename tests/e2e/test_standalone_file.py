@@ -272,8 +272,9 @@ def test_torn_segment_tail_is_recovered_by_the_cli_tools(tmp_path):
     size = segment.stat().st_size
     with open(segment, "r+b") as fh:
         fh.truncate(size - 37)  # cut the last batch in the middle
+    # the timeout is the "nothing after offset 199" check: no record may come while it runs
     res = run_cli(["headrace", "console-consumer", "-c", str(cfg), "--topic", "torn", "--from-beginning",
-                   "--timeout-ms", "5000"])
+                   "--timeout-ms", "3000"])
     assert res.returncode == 0, res.stderr
     values = res.stdout.decode().splitlines()
     assert values == [f"batch{p}-{i}" for p in range(2) for i in range(100)]
@@ -281,7 +282,8 @@ def test_torn_segment_tail_is_recovered_by_the_cli_tools(tmp_path):
     res = run_cli(["headrace", "console-producer", "-c", str(cfg), "--topic", "torn"], input=b"after\n")
     assert res.returncode == 0, res.stderr
     res = run_cli(["headrace", "console-consumer", "-c", str(cfg), "--topic", "torn", "--from-beginning",
-                   "--timeout-ms", "5000", "--property", "print.offset=true", "--property", "key.separator=|"])
+                   "--max-messages", "201", "--timeout-ms", "10000", "--property", "print.offset=true",
+                   "--property", "key.separator=|"])
     assert res.stdout.decode().splitlines()[-1] == "0:200|after"
 
 
