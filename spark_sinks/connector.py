@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from connect.api import SinkConnector
-from spark_sinks.task import VERSION
+from connect.api.version import distribution_version
 
 __all__ = ["SparkSinkConnector"]
 
@@ -20,7 +20,7 @@ class SparkSinkConnector(SinkConnector):
         self._props: dict[str, str] = {}
 
     def version(self) -> str:
-        return VERSION
+        return distribution_version(__name__)
 
     def start(self, props: Mapping[str, str]) -> None:
         self.check(props)

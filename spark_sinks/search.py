@@ -54,8 +54,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
-import httpx
-
 from connect.api import (
     AbstractConfig,
     CaseInsensitiveValidString,
@@ -186,6 +184,8 @@ def probe_cluster(urls: list[str], auth: tuple[str, str] | None = None, timeout:
     Spark's executors. 7.14+ accepts that client's ``compatible-with=8``/``9``
     media types, so it needs no special headers.
     """
+    import httpx  # here, not at module level: every worker start imports this plugin module
+
     errors = []
     for url in urls:
         try:

@@ -28,11 +28,10 @@ from spark_sinks.config import (
     topics_of,
 )
 
-__all__ = ["SparkSinkTask", "VERSION"]
+__all__ = ["SparkSinkTask"]
 
 log = logging.getLogger(__name__)
 
-VERSION = distribution_version(__name__)
 _POLL_SECONDS = 0.5
 # kept in the checkpoint folder by the task: the offsets a query on the embedded log started from
 INITIAL_OFFSETS_FILE = "headrace-starting-offsets.json"
@@ -45,7 +44,7 @@ class SparkSinkTask(StreamingSinkTask):
     target = "the sink"
 
     def version(self) -> str:
-        return VERSION
+        return distribution_version(__name__)
 
     # --- to implement ---------------------------------------------------------------------------------
     def config_def(self) -> ConfigDef:

@@ -16,13 +16,21 @@ UNKNOWN_VERSION = "unknown"
 
 
 @functools.cache
+def _distributions_by_package() -> dict[str, list[str]]:
+    # scans every installed distribution's file list once: call it only when a version is asked for
+    return importlib.metadata.packages_distributions()
+
+
+@functools.cache
 def distribution_version(module_name: str) -> str:
     """The version of the distribution that installed the top-level package of ``module_name``.
 
     ``"unknown"`` for a module no installed distribution ships (a plugin file on ``plugin.path``, say).
+    Call it when the version is needed (``version()``), not at import: the first call reads the
+    installed distributions' metadata.
     """
     top = module_name.split(".", 1)[0]
-    for dist in importlib.metadata.packages_distributions().get(top, ()):
+    for dist in _distributions_by_package().get(top, ()):
         try:
             return importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:

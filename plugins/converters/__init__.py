@@ -4,7 +4,6 @@ Class names are Kafka's, so ``org.apache.kafka.connect.json.JsonConverter`` and
 friends in existing worker configs resolve to these.
 """
 
-from connect.api.version import distribution_version
 from plugins.converters.bytearray import ByteArrayConverter
 from plugins.converters.header import SimpleHeaderConverter
 from plugins.converters.json import JsonConverter
@@ -17,8 +16,6 @@ from plugins.converters.number import (
     ShortConverter,
 )
 from plugins.converters.string import StringConverter
-
-__version__ = distribution_version(__name__)
 
 __all__ = [
     "BooleanConverter",

@@ -28,6 +28,7 @@ from connect.api import (
     Width,
 )
 from connect.api.values import decimal_to_string, double_to_string
+from connect.api.version import distribution_version
 
 __all__ = [
     "CONVERTER_TYPE_CONFIG",
@@ -42,10 +43,7 @@ ENCODING_CONFIG = "converter.encoding"
 
 
 def plugin_version() -> str:
-    # imported late: the package imports this module while it is still initialising
-    from plugins.converters import __version__
-
-    return __version__
+    return distribution_version(__name__)
 
 
 def converter_config_def() -> ConfigDef:

@@ -30,6 +30,7 @@ from connect.api import (
     Task,
     TopicPartition,
 )
+from connect.api.version import distribution_version
 
 __all__ = ["FileStreamSinkConnector", "FileStreamSinkTask"]
 
@@ -49,10 +50,7 @@ CONFIG_DEF = ConfigDef().define(
 
 
 def _version() -> str:
-    # imported late: the package imports this module while it is still initialising
-    from plugins.file import __version__
-
-    return __version__
+    return distribution_version(__name__)
 
 
 class FileStreamSinkConnector(SinkConnector):

@@ -49,6 +49,7 @@ from connect.api import (
     SourceTask,
     Task,
 )
+from connect.api.version import distribution_version
 
 __all__ = ["FileStreamSourceConnector", "FileStreamSourceTask"]
 
@@ -93,10 +94,7 @@ _RECHECK = 0.05  # how often an idle poll looks for new data
 
 
 def _version() -> str:
-    # imported late: the package imports this module while it is still initialising
-    from plugins.file import __version__
-
-    return __version__
+    return distribution_version(__name__)
 
 
 class _Positions(Sequence[dict[str, int]]):

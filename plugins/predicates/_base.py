@@ -7,9 +7,8 @@ from typing import ClassVar
 from connect.api import ConfigDef, ConnectRecord, Predicate
 from connect.api.version import distribution_version
 
-__all__ = ["VERSION", "BuiltinPredicate"]
+__all__ = ["BuiltinPredicate"]
 
-VERSION = distribution_version(__name__)
 
 
 class BuiltinPredicate(Predicate[ConnectRecord]):
@@ -18,7 +17,7 @@ class BuiltinPredicate(Predicate[ConnectRecord]):
     CONFIG_DEF: ClassVar[ConfigDef]
 
     def version(self) -> str:
-        return VERSION
+        return distribution_version(__name__)
 
     def config(self) -> ConfigDef:
         return self.CONFIG_DEF

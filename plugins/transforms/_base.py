@@ -13,9 +13,8 @@ from typing import Any, ClassVar, TypeVar
 from connect.api import ConfigDef, ConnectHeaders, ConnectRecord, Schema, Transformation
 from connect.api.version import distribution_version
 
-__all__ = ["VERSION", "BuiltinTransformation", "KeyOrValueTransformation", "key_value_variants"]
+__all__ = ["BuiltinTransformation", "KeyOrValueTransformation", "key_value_variants"]
 
-VERSION = distribution_version(__name__)
 
 _R = TypeVar("_R", bound=ConnectRecord)
 _T = TypeVar("_T", bound=type)
@@ -27,7 +26,7 @@ class BuiltinTransformation(Transformation[_R]):
     CONFIG_DEF: ClassVar[ConfigDef]
 
     def version(self) -> str:
-        return VERSION
+        return distribution_version(__name__)
 
     def config(self) -> ConfigDef:
         return self.CONFIG_DEF
