@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+from collections.abc import Mapping
 
 __all__ = ["UNKNOWN_VERSION", "distribution_version"]
 
@@ -16,7 +17,7 @@ UNKNOWN_VERSION = "unknown"
 
 
 @functools.cache
-def _distributions_by_package() -> dict[str, list[str]]:
+def _distributions_by_package() -> Mapping[str, list[str]]:
     # scans every installed distribution's file list once: call it only when a version is asked for
     return importlib.metadata.packages_distributions()
 
