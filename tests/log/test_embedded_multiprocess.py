@@ -86,7 +86,9 @@ def test_two_processes_append_to_one_partition(tmp_path) -> None:
     backend = EmbeddedBackend(str(tmp_path), QUIET)
     # small segments so that rolls happen while both processes append
     backend.admin().create_topic(NewTopic("t", 1, configs={"segment.bytes": "20000", "index.interval.bytes": "512"}))
-    writers = spawn_writers(tmp_path, ["a", "b"], 400)
+    # a short pause after each batch lets the other writer in even on a loaded machine, where a writer
+    # could otherwise finish its whole time slice (and all its batches) alone
+    writers = spawn_writers(tmp_path, ["a", "b"], 400, pause=0.001)
     totals = {}
     for name, proc in zip(("a", "b"), writers, strict=True):
         out, _ = proc.communicate(timeout=90)
