@@ -22,6 +22,7 @@ Modules: ``config`` (keys every Spark sink shares), ``session`` (the shared
 Spark session and its extra jars), ``source`` (topics as a streaming
 DataFrame), ``logsource`` (the ``headrace-log`` data source), ``task`` (the
 query's life cycle and progress), ``hdfs`` and ``search`` (the sinks),
+``hdfs_config`` (the HDFS sink's keys, format and partitioner),
 ``__main__`` (the standalone runner).
 """
 

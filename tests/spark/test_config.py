@@ -9,7 +9,8 @@ from connect.runtime.connector_validation import ConnectorConfigValidator
 from connect.runtime.plugins import PluginRegistry
 from services.base import free_port
 from spark_sinks.config import java_to_spark_pattern
-from spark_sinks.hdfs import HdfsSparkSink, HdfsSparkSinkTask, check_reachable, parse_path_format
+from spark_sinks.hdfs import HdfsSparkSink, HdfsSparkSinkTask, check_reachable
+from spark_sinks.hdfs_config import parse_path_format
 from spark_sinks.logsource import _cap
 from spark_sinks.search import ElasticsearchSparkSink, engine_of, outcome, request_failure
 
