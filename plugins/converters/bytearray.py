@@ -2,38 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from connect.api import (
-    AbstractConfig,
-    ConfigDef,
     ConnectHeaders,
-    Converter,
     DataException,
-    HeaderConverter,
     Schema,
     SchemaAndValue,
     Type,
 )
-from plugins.converters.string import converter_config_def, plugin_version, typed_configs
+from plugins.converters._base import BuiltinConverter
 
 __all__ = ["ByteArrayConverter"]
 
-_CONFIG_DEF = converter_config_def()
-
-
-class ByteArrayConverter(Converter, HeaderConverter):
+class ByteArrayConverter(BuiltinConverter):
     """Writes BYTES values as they are and reads any bytes back as an optional BYTES value."""
-
-    def version(self) -> str:
-        return plugin_version()
-
-    def config(self) -> ConfigDef:
-        return ConfigDef(_CONFIG_DEF)
-
-    def configure(self, configs: Mapping[str, Any], is_key: bool | None = None) -> None:
-        AbstractConfig(_CONFIG_DEF, typed_configs(configs, is_key))
 
     def from_connect_data(
         self, topic: str, schema: Schema | None, value: Any, headers: ConnectHeaders | None = None
@@ -61,9 +45,3 @@ class ByteArrayConverter(Converter, HeaderConverter):
 
     def to_connect_batch(self, topic: str, values: Sequence[bytes | None]) -> tuple[list[Schema | None], list[Any]]:
         return [Schema.OPTIONAL_BYTES_SCHEMA] * len(values), list(values)
-
-    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: Any) -> bytes | None:
-        return self.from_connect_data(topic, schema, value)
-
-    def to_connect_header(self, topic: str, header_key: str, value: bytes | None) -> SchemaAndValue:
-        return self.to_connect_data(topic, value)

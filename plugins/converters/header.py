@@ -13,7 +13,7 @@ from typing import Any
 
 from connect.api import ConfigDef, HeaderConverter, Schema, SchemaAndValue
 from connect.api.values import convert_to_string, parse_string
-from plugins.converters.string import plugin_version
+from plugins.converters._base import plugin_version
 
 __all__ = ["SimpleHeaderConverter"]
 

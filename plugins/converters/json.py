@@ -15,28 +15,24 @@ payload.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from connect.api import (
     AbstractConfig,
     CaseInsensitiveValidString,
-    ConfigDef,
     ConfigType,
     ConnectHeaders,
-    Converter,
     DataException,
-    HeaderConverter,
     Importance,
     Schema,
     SchemaAndValue,
     Type,
     Width,
 )
+from plugins.converters._base import BuiltinConverter, converter_config_def
 from plugins.converters.json_schemas import JsonSchemaConverter
 from plugins.converters.json_text import MISSING, loads, loads_payload, quote
 from plugins.converters.json_values import JsonValueConverter
-from plugins.converters.string import converter_config_def, plugin_version, typed_configs
 
 __all__ = ["JsonConverter"]
 
@@ -104,7 +100,7 @@ _CONFIG_DEF = (
 _UNSET: Any = object()
 
 
-class JsonConverter(Converter, HeaderConverter):
+class JsonConverter(BuiltinConverter):
     """Converter and HeaderConverter for JSON, with or without schema envelopes."""
 
     def __init__(self) -> None:
@@ -119,14 +115,9 @@ class JsonConverter(Converter, HeaderConverter):
 
     # --- plugin --------------------------------------------------------------------------------
 
-    def version(self) -> str:
-        return plugin_version()
+    CONFIG_DEF = _CONFIG_DEF
 
-    def config(self) -> ConfigDef:
-        return ConfigDef(_CONFIG_DEF)
-
-    def configure(self, configs: Mapping[str, Any], is_key: bool | None = None) -> None:
-        config = AbstractConfig(_CONFIG_DEF, typed_configs(configs, is_key))
+    def _configured(self, config: AbstractConfig) -> None:
         self._schemas_enable = bool(config.get_boolean(SCHEMAS_ENABLE_CONFIG))
         self._values = JsonValueConverter(
             numeric_decimals=str(config.get_string(DECIMAL_FORMAT_CONFIG)).upper() == "NUMERIC",
@@ -184,12 +175,6 @@ class JsonConverter(Converter, HeaderConverter):
         result = SchemaAndValue(schema, self._values.convert_to_connect(schema, node["payload"]))
         self._remember_prefix(raw, schema)
         return result
-
-    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: Any) -> bytes | None:
-        return self.from_connect_data(topic, schema, value)
-
-    def to_connect_header(self, topic: str, header_key: str, value: bytes | None) -> SchemaAndValue:
-        return self.to_connect_data(topic, value)
 
 
     # --- the envelope --------------------------------------------------------------------------

@@ -9,22 +9,17 @@ from __future__ import annotations
 
 import abc
 import struct
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from connect.api import (
-    AbstractConfig,
-    ConfigDef,
     ConnectHeaders,
-    Converter,
     DataException,
-    HeaderConverter,
     Schema,
     SchemaAndValue,
     Type,
 )
 from connect.api.values import to_float32
-from plugins.converters.string import converter_config_def, plugin_version, typed_configs
+from plugins.converters._base import BuiltinConverter
 
 __all__ = [
     "BooleanConverter",
@@ -35,33 +30,11 @@ __all__ = [
     "ShortConverter",
 ]
 
-_CONFIG_DEF = converter_config_def()
-
-
 class _SerializationError(Exception):
     pass
 
 
-class _ConverterBase(Converter, HeaderConverter):
-    """What every converter here shares: config, version and the header methods."""
-
-    def version(self) -> str:
-        return plugin_version()
-
-    def config(self) -> ConfigDef:
-        return ConfigDef(_CONFIG_DEF)
-
-    def configure(self, configs: Mapping[str, Any], is_key: bool | None = None) -> None:
-        AbstractConfig(_CONFIG_DEF, typed_configs(configs, is_key))
-
-    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: Any) -> bytes | None:
-        return self.from_connect_data(topic, schema, value)
-
-    def to_connect_header(self, topic: str, header_key: str, value: bytes | None) -> SchemaAndValue:
-        return self.to_connect_data(topic, value)
-
-
-class _NumberConverter(_ConverterBase):
+class _NumberConverter(BuiltinConverter):
     """One fixed-width number. Like Kafka, the schema of the value is not checked."""
 
     type_name: ClassVar[str]
@@ -158,7 +131,7 @@ class ShortConverter(_IntegralConverter):
     bits = 16
 
 
-class BooleanConverter(_ConverterBase):
+class BooleanConverter(BuiltinConverter):
     """A boolean as one byte: 0x01 for true, 0x00 for false."""
 
     def from_connect_data(

@@ -9,63 +9,27 @@ from __future__ import annotations
 
 import codecs
 import decimal
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from connect.api import (
-    NO_DEFAULT,
     AbstractConfig,
-    ConfigDef,
     ConfigException,
     ConfigType,
     ConnectHeaders,
-    Converter,
-    HeaderConverter,
     Importance,
     Schema,
     SchemaAndValue,
-    ValidString,
     Width,
 )
 from connect.api.values import decimal_to_string, double_to_string
-from connect.api.version import distribution_version
+from plugins.converters._base import BuiltinConverter, converter_config_def
 
 __all__ = [
-    "CONVERTER_TYPE_CONFIG",
     "StringConverter",
-    "converter_config_def",
-    "plugin_version",
-    "typed_configs",
 ]
 
-CONVERTER_TYPE_CONFIG = "converter.type"
 ENCODING_CONFIG = "converter.encoding"
-
-
-def plugin_version() -> str:
-    return distribution_version(__name__)
-
-
-def converter_config_def() -> ConfigDef:
-    """A ConfigDef holding the ``converter.type`` key that every converter accepts."""
-    return ConfigDef().define(
-        CONVERTER_TYPE_CONFIG,
-        ConfigType.STRING,
-        NO_DEFAULT,
-        ValidString.in_("key", "value", "header"),
-        Importance.LOW,
-        "What the converter is used for: record keys, record values or headers. The worker sets it.",
-    )
-
-
-def typed_configs(configs: Mapping[str, Any], is_key: bool | None) -> dict[str, Any]:
-    """``configs`` with ``converter.type`` set: key/value when used as a Converter, else header."""
-    conf = dict(configs)
-    if is_key is not None:
-        conf[CONVERTER_TYPE_CONFIG] = "key" if is_key else "value"
-    else:
-        conf.setdefault(CONVERTER_TYPE_CONFIG, "header")
-    return conf
 
 
 _CONFIG_DEF = converter_config_def().define(
@@ -141,21 +105,16 @@ def _codec(name: str) -> tuple[Callable[[str], bytes], Callable[[bytes], str]]:
     )
 
 
-class StringConverter(Converter, HeaderConverter):
+class StringConverter(BuiltinConverter):
     """Writes any value as its text; reads bytes back as an optional string."""
 
     def __init__(self) -> None:
         self._encode: Callable[[str], bytes] = _utf8_encode
         self._decode: Callable[[bytes], str] = _utf8_decode
 
-    def version(self) -> str:
-        return plugin_version()
+    CONFIG_DEF = _CONFIG_DEF
 
-    def config(self) -> ConfigDef:
-        return ConfigDef(_CONFIG_DEF)
-
-    def configure(self, configs: Mapping[str, Any], is_key: bool | None = None) -> None:
-        config = AbstractConfig(_CONFIG_DEF, typed_configs(configs, is_key))
+    def _configured(self, config: AbstractConfig) -> None:
         self._encode, self._decode = _codec(config.get_string(ENCODING_CONFIG) or "UTF-8")
 
     def from_connect_data(
@@ -193,9 +152,3 @@ class StringConverter(Converter, HeaderConverter):
                 pass  # a None, another bytes-like type or bad UTF-8: the careful way below
         decode = self._decode
         return schemas, [None if v is None else decode(bytes(v)) for v in values]
-
-    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: Any) -> bytes | None:
-        return self.from_connect_data(topic, schema, value)
-
-    def to_connect_header(self, topic: str, header_key: str, value: bytes | None) -> SchemaAndValue:
-        return self.to_connect_data(topic, value)
