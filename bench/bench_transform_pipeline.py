@@ -1,17 +1,22 @@
-"""Records/s of the full worker pipeline with a 3-transform chain beside the same pipeline without it.
+"""Cost per record of a 3-transform chain in the full worker pipeline, beside the same pipeline without it.
 
 Pipeline, through a real ``connect-standalone`` process on the embedded log:
 FileStreamSource (JSON lines, StringConverter) -> topic -> FileStreamSink reading the values with
 JsonConverter (schemas.enable=false), so the sink's records are maps. The transformed case adds, on the
 sink, InsertField$Value (a static field) -> ReplaceField$Value (exclude one field) -> TimestampRouter.
-Both cases run in the same invocation, one after the other (alternating when ``--rounds`` > 1); each
-case's best round counts.
 
 A record counts as done when the sink task's ``put`` has taken it: the run watches the task's
 ``records_put`` counter in the REST status (FileStreamSink buffers lines until the offset flush, so the
 output file would measure ``offset.flush.interval.ms`` rather than throughput); the output file is
-checked for every line after the worker stops. Worker CPU time is the whole process's, start-up and
-idle polls included.
+checked for every line after the worker stops.
+
+The primary figure is the worker's CPU time per record while the sink takes records (the process's
+user + system time from /proc, from the first ``records_put`` seen to the last record, divided by the
+records put in between): CPU time moves much less than wall time when other processes share the
+machine. Wall time over the same span, and the whole process's CPU (start-up and idle polls included),
+are shown beside it. Each round runs both cases, in alternating order; a cost is taken per round, the
+chain against the baseline of the same round, and the median over rounds is reported, so a busy spell
+weighs on both sides of one ratio instead of on one case.
 
     python bench/bench_transform_pipeline.py [--records N] [--rounds R]
 """
@@ -22,13 +27,16 @@ import argparse
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 CHAIN = {
     "transforms": "InsertSource,DropSecret,Route",
@@ -69,9 +77,34 @@ def _properties(path: Path, props: dict[str, object]) -> Path:
     return path
 
 
-def run_case(work: Path, src: Path, records: int, transforms: bool, flush_ms: int) -> tuple[float, float, float]:
-    """(seconds incl. start-up, seconds from the first sink line to the last, worker CPU seconds) for one
-    fresh worker."""
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a running process, all its threads (fields 14 and 15 of /proc/pid/stat)."""
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        fields = fh.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+class Case(NamedTuple):
+    """One run of one case: seconds and CPU seconds over the span the sink took ``steady_records`` in."""
+
+    total_s: float  # worker start to the last record put
+    steady_s: float  # first records_put seen to the last record put
+    steady_cpu_s: float  # worker CPU over that span
+    steady_records: int  # records put over that span
+    process_cpu_s: float  # the whole process's CPU, start-up and stop included
+
+    def steady_cpu_us(self) -> float:
+        return self.steady_cpu_s / self.steady_records * 1e6
+
+    def steady_us(self) -> float:
+        return self.steady_s / self.steady_records * 1e6
+
+
+def run_case(work: Path, src: Path, records: int, transforms: bool, flush_ms: int) -> Case:
+    """One fresh worker copying ``records`` lines, with or without the chain on the sink."""
     work.mkdir()
     port = _free_port()
     worker = _properties(work / "worker.properties", {
@@ -102,35 +135,45 @@ def run_case(work: Path, src: Path, records: int, transforms: bool, flush_ms: in
         proc = subprocess.Popen([str(exe), str(worker), str(source), str(sink)], stdout=log,
                                 stderr=subprocess.STDOUT)
     try:
-        first = None
+        first: tuple[float, float, int] | None = None  # (time, worker CPU, records put) when first seen
         while True:
             n = _records_put(port)
             if first is None and n > 0:
-                first = time.perf_counter()
+                first = (time.perf_counter(), _cpu_seconds(proc.pid), n)
             if n >= records:
+                done = time.perf_counter()
+                done_cpu = _cpu_seconds(proc.pid)
                 break
             if proc.poll() is not None:
                 raise SystemExit(f"worker exited early; see {work / 'worker.log'}")
             time.sleep(0.05)
-        done = time.perf_counter()
     finally:
         proc.terminate()
         _, _, usage = os.wait4(proc.pid, 0)
         proc.returncode = 0
-    cpu = usage.ru_utime + usage.ru_stime
+    assert first is not None
+    if n - first[2] < records // 2:
+        raise SystemExit(f"the first records_put seen was {first[2]} of {records}: too few records for a "
+                         "steady span; raise --records")
     lines = _count_lines(sink_file)
     assert lines == records, f"{lines} lines in {sink_file}, expected {records}"
     if transforms:  # the chain really ran: the sink saw the changed values
         with open(sink_file, encoding="utf-8") as fh:
             line = fh.readline()
         assert "'data_source': 'bench'" in line and "secret" not in line, line
-    return done - started, done - (first or started), cpu
+    return Case(done - started, done - first[0], done_cpu - first[1], n - first[2],
+                usage.ru_utime + usage.ru_stime)
+
+
+def _cost(chain: float, plain: float) -> float:
+    """The chain's extra per record, in percent of the baseline's."""
+    return (chain / plain - 1) * 100
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=300_000)
-    parser.add_argument("--rounds", type=int, default=2, help="runs of each case, alternating")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of both cases, in alternating order")
     parser.add_argument("--flush-ms", type=int, default=10_000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="headrace-bench-") as tmp:
@@ -140,29 +183,38 @@ def main() -> None:
             for i in range(args.records):
                 fh.write(json.dumps({"id": i, "name": f"event-{i}", "score": 0.5, "active": True,
                                      "secret": "s3cr3t"}) + "\n")
-        results: dict[bool, list[tuple[float, float, float]]] = {False: [], True: []}
+        rounds: list[dict[bool, Case]] = []
         for r in range(args.rounds):
-            for transforms in (False, True):
-                results[transforms].append(run_case(root / f"r{r}-{'chain' if transforms else 'plain'}", src,
-                                                    args.records, transforms, args.flush_ms))
-        print(f"file -> log -> file (JsonConverter schemaless on the sink), {args.records:,} records, "
-              f"best of {args.rounds} round(s), python {sys.version.split()[0]}")
-        print(f"{'case':<42}{'incl. start-up rec/s':>21}{'first-to-last rec/s':>21}{'worker CPU us/rec':>19}")
-        rates = {}
-        for transforms, label in ((False, "no transforms"),
-                                  (True, "InsertField+ReplaceField+TimestampRouter")):
-            total = min(t for t, _, _ in results[transforms])
-            steady = min(s for _, s, _ in results[transforms])
-            cpu = min(c for _, _, c in results[transforms]) / args.records * 1e6
-            rates[transforms] = (args.records / total, args.records / steady, cpu)
-            print(f"{label:<42}{args.records / total:>21,.0f}{args.records / steady:>21,.0f}{cpu:>19.1f}")
-            for i, (t, s, c) in enumerate(results[transforms]):
-                print(f"  round {i + 1}: {t:.2f} s incl. start-up, {s:.2f} s first-to-last, {c:.2f} s worker CPU")
-        for i, what in ((0, "records/s incl. start-up"), (1, "records/s first-to-last")):
-            cost = (rates[False][i] / rates[True][i] - 1) * 100
-            print(f"chain cost ({what}): {cost:+.1f}% time per record")
-        cpu_cost = (rates[True][2] / rates[False][2] - 1) * 100
-        print(f"chain cost (worker CPU per record): {cpu_cost:+.1f}%")
+            # alternate which case goes first: neither always runs on a machine warmed (or loaded) by the other
+            order = (False, True) if r % 2 == 0 else (True, False)
+            rounds.append({t: run_case(root / f"r{r}-{'chain' if t else 'plain'}", src, args.records, t,
+                                       args.flush_ms) for t in order})
+    print(f"file -> log -> file (JsonConverter schemaless on the sink), {args.records:,} records, "
+          f"{args.rounds} round(s), python {sys.version.split()[0]}")
+    print(f"{'round':<7}{'case':<14}{'worker CPU us/rec':>18}{'wall us/rec':>13}{'process CPU s':>15}"
+          f"{'incl. start-up s':>18}")
+    for r, cases in enumerate(rounds):
+        for transforms in (False, True):
+            c = cases[transforms]
+            print(f"{r + 1:<7}{'chain' if transforms else 'no transforms':<14}{c.steady_cpu_us():>18.2f}"
+                  f"{c.steady_us():>13.2f}{c.process_cpu_s:>15.2f}{c.total_s:>18.2f}")
+
+    def median(figure: Callable[[Case], float]) -> tuple[float, float, float]:
+        """Median of the baseline, of the chain, and of the per-round cost."""
+        return (statistics.median(figure(c[False]) for c in rounds),
+                statistics.median(figure(c[True]) for c in rounds),
+                statistics.median(_cost(figure(c[True]), figure(c[False])) for c in rounds))
+
+    print("medians over rounds (the cost is the median of the per-round costs):")
+    print(f"{'figure':<42}{'no transforms':>15}{'chain':>10}{'chain cost':>12}")
+    for label, figure in (("worker CPU us/record while sinking", Case.steady_cpu_us),
+                          ("wall us/record, first to last put", Case.steady_us),
+                          ("whole-process CPU s (start-up included)", lambda c: c.process_cpu_s)):
+        plain, chained, cost = median(figure)
+        print(f"{label:<42}{plain:>15.2f}{chained:>10.2f}{cost:>+11.1f}%")
+    plain, chained, cost = median(Case.steady_cpu_us)
+    print(f"chain cost (worker CPU per record): {cost:+.1f}% ({chained - plain:.2f} us/record), median of "
+          f"{args.rounds} rounds")
 
 
 if __name__ == "__main__":

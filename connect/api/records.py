@@ -99,22 +99,6 @@ class ConnectRecord:
     ) -> ConnectRecord:
         raise NotImplementedError
 
-    def _copy_base_into(self, r: ConnectRecord, topic: Any, kafka_partition: Any, key_schema: Any, key: Any,
-                        value_schema: Any, value: Any, timestamp: Any, headers: Any) -> None:
-        """Fill ``r``'s common slots from this record, with the changed fields (``_UNSET`` keeps the old one)."""
-        r.topic = self.topic if topic is None else topic
-        r.kafka_partition = self.kafka_partition if kafka_partition is _UNSET else kafka_partition
-        r.key_schema = self.key_schema if key_schema is _UNSET else key_schema
-        r.key = self.key if key is _UNSET else key
-        r.value_schema = self.value_schema if value_schema is _UNSET else value_schema
-        r.value = self.value if value is _UNSET else value
-        r.timestamp = self.timestamp if timestamp is _UNSET else timestamp
-        if headers is _UNSET:
-            own = self._headers
-            r._headers = own.duplicate() if own is not None else None
-        else:
-            r._headers = _headers_for_copy(headers)
-
     def _base_repr(self) -> str:
         return (
             f"topic={self.topic!r}, kafka_partition={self.kafka_partition}, key={self.key!r}, "
@@ -181,7 +165,18 @@ class SourceRecord(ConnectRecord):
         # every transform makes one of these per record: fill the slots directly instead of going through
         # __init__ with a dict of fields (same result as SourceRecord(...) with the changed fields)
         r = _new(SourceRecord)
-        self._copy_base_into(r, topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers)
+        r.topic = self.topic if topic is None else topic
+        r.kafka_partition = self.kafka_partition if kafka_partition is _UNSET else kafka_partition
+        r.key_schema = self.key_schema if key_schema is _UNSET else key_schema
+        r.key = self.key if key is _UNSET else key
+        r.value_schema = self.value_schema if value_schema is _UNSET else value_schema
+        r.value = self.value if value is _UNSET else value
+        r.timestamp = self.timestamp if timestamp is _UNSET else timestamp
+        if headers is _UNSET:
+            own = self._headers
+            r._headers = own.duplicate() if own is not None else None
+        else:
+            r._headers = _headers_for_copy(headers)
         r.source_partition = self.source_partition
         r.source_offset = self.source_offset
         return r
@@ -339,9 +334,21 @@ class SinkRecord(ConnectRecord):
         timestamp=_UNSET,
         headers=_UNSET,
     ) -> SinkRecord:
-        # as SourceRecord.new_record: slots filled directly; the original_* coordinates are kept
+        # as SourceRecord.new_record: slots filled directly, in this one function (a call per field group
+        # costs as much as the copying); the original_* coordinates are kept
         r = _new(SinkRecord)
-        self._copy_base_into(r, topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers)
+        r.topic = self.topic if topic is None else topic
+        r.kafka_partition = self.kafka_partition if kafka_partition is _UNSET else kafka_partition
+        r.key_schema = self.key_schema if key_schema is _UNSET else key_schema
+        r.key = self.key if key is _UNSET else key
+        r.value_schema = self.value_schema if value_schema is _UNSET else value_schema
+        r.value = self.value if value is _UNSET else value
+        r.timestamp = self.timestamp if timestamp is _UNSET else timestamp
+        if headers is _UNSET:
+            own = self._headers
+            r._headers = own.duplicate() if own is not None else None
+        else:
+            r._headers = _headers_for_copy(headers)
         r.kafka_offset = self.kafka_offset
         r.timestamp_type = self.timestamp_type
         r.original_topic = self.original_topic
@@ -359,6 +366,25 @@ class SinkRecord(ConnectRecord):
 
     def __repr__(self) -> str:
         return f"SinkRecord(kafka_offset={self.kafka_offset}, timestamp_type={self.timestamp_type.value}, {self._base_repr()})"
+
+
+def _column_record(topic: str, partition: int, key_schema: Schema | None, key: Any, value_schema: Schema | None,
+                   value: Any, offset: int, timestamp: int | None, timestamp_type: TimestampType) -> SinkRecord:
+    """``SinkRecord(topic, partition, key_schema, key, value_schema, value, offset, timestamp, timestamp_type)``
+    with the slots filled directly: no headers and no original_* to default, so none of the constructor's
+    checks are needed (made once per record when a batch is read as records)."""
+    r = _new(SinkRecord)
+    r.topic = r.original_topic = topic
+    r.kafka_partition = r.original_kafka_partition = partition
+    r.key_schema = key_schema
+    r.key = key
+    r.value_schema = value_schema
+    r.value = value
+    r.timestamp = timestamp
+    r._headers = None
+    r.kafka_offset = r.original_kafka_offset = offset
+    r.timestamp_type = timestamp_type
+    return r
 
 
 class SinkRecordBatch(Sequence[SinkRecord]):
@@ -417,9 +443,9 @@ class SinkRecordBatch(Sequence[SinkRecord]):
             records: list[SinkRecord] = []
             for topic, partition, offsets, stamps, ts_type, key_schemas, keys, value_schemas, values in self._parts:
                 n = len(offsets)
-                # map() with several columns calls the constructor from C: no Python loop per record
-                records += map(SinkRecord, repeat(topic, n), repeat(partition, n), key_schemas, keys, value_schemas,
-                               values, offsets, stamps, repeat(ts_type, n))
+                # map() with several columns calls the maker from C: no Python loop per record
+                records += map(_column_record, repeat(topic, n), repeat(partition, n), key_schemas, keys,
+                               value_schemas, values, offsets, stamps, repeat(ts_type, n))
             self._records = records
         return self._records
 

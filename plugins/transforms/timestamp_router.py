@@ -52,6 +52,9 @@ class TimestampRouter(BuiltinTransformation[ConnectRecord]):
         # (topic, timestamp // unit) -> routed topic: records of one topic and one day (or whatever the
         # format's finest unit is) share the name, so most records cost one lookup
         self._routes: dict[tuple[str, int], str] = {}
+        self._last_topic: str | None = None  # the last route made or found, for (topic, unit)
+        self._last_unit = -1
+        self._last_route = ""
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)
@@ -65,18 +68,24 @@ class TimestampRouter(BuiltinTransformation[ConnectRecord]):
         self._uses_timestamp = "${timestamp}" in self._topic_format
         self._unit_ms = self._timestamp_format.unit_ms if self._uses_timestamp else 0
         self._routes = {}
+        self._last_topic, self._last_unit, self._last_route = None, -1, ""
 
     def apply(self, record: ConnectRecord) -> ConnectRecord:
         timestamp = record.timestamp
         if timestamp is None:
             raise DataException(f"Timestamp missing on record: {record!r}")
-        key = (record.topic, timestamp // self._unit_ms if self._unit_ms else 0)
+        unit = timestamp // self._unit_ms if self._unit_ms else 0
+        # consecutive records mostly share topic and unit: checked first, without making a key
+        if unit == self._last_unit and record.topic == self._last_topic:
+            return record.new_record(topic=self._last_route)
+        key = (record.topic, unit)
         topic = self._routes.get(key)
         if topic is None:
             topic = self._route(record.topic, timestamp)
             if len(self._routes) >= self._CACHE_SIZE:
                 self._routes.clear()
             self._routes[key] = topic
+        self._last_topic, self._last_unit, self._last_route = record.topic, unit, topic
         return record.new_record(topic=topic)
 
     def _route(self, original: str, timestamp: int) -> str:

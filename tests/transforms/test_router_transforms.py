@@ -85,3 +85,13 @@ def test_timestamp_router_bad_pattern():
     with pytest.raises(ConfigException) as info:
         TimestampRouter().configure({"timestamp.format": "yyyy-bb"})
     assert info.value.name == "timestamp.format"
+
+
+def test_timestamp_router_routes_interleaved_topics_and_days_each_by_its_own():
+    """The last route is reused only for the same topic and the same day."""
+    router = TimestampRouter()
+    router.configure({"topic.format": "${topic}-${timestamp}", "timestamp.format": "yyyyMMdd"})
+    day = 86_400_000
+    stamps = [(t, d) for d in (0, 0, 1, 0, 1) for t in ("a", "b", "a")]
+    routed = [router.apply(sink(t, 1_700_000_000_000 + d * day)).topic for t, d in stamps]
+    assert routed == [f"{t}-{'20231114' if d == 0 else '20231115'}" for t, d in stamps]
