@@ -60,7 +60,7 @@ from connect.api import (
     Type,
     Width,
 )
-from connect.api.values import decimal_to_string, double_to_string, float_to_string, to_float32
+from connect.api.java_numbers import decimal_to_string, double_to_string, float_to_string, to_float32
 from plugins.converters.string import converter_config_def, plugin_version, typed_configs
 
 __all__ = ["JsonConverter"]

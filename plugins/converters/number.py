@@ -23,7 +23,7 @@ from connect.api import (
     SchemaAndValue,
     Type,
 )
-from connect.api.values import to_float32
+from connect.api.java_numbers import to_float32
 from plugins.converters.string import converter_config_def, plugin_version, typed_configs
 
 __all__ = [

@@ -27,7 +27,7 @@ from connect.api import (
     ValidString,
     Width,
 )
-from connect.api.values import decimal_to_string, double_to_string
+from connect.api.java_numbers import decimal_to_string, double_to_string
 
 __all__ = [
     "CONVERTER_TYPE_CONFIG",
