@@ -49,6 +49,7 @@ from connect.api.errors import (
     RetriableException,
 )
 from connect.api.headers import ConnectHeaders, Header
+from connect.api.logical_types import Date, Decimal, Time, Timestamp
 from connect.api.records import (
     ConnectRecord,
     SinkRecord,
@@ -57,18 +58,9 @@ from connect.api.records import (
     SourceRecordBatch,
     TimestampType,
 )
-from connect.api.schema import (
-    Date,
-    Decimal,
-    Field,
-    Schema,
-    SchemaAndValue,
-    SchemaBuilder,
-    Struct,
-    Time,
-    Timestamp,
-    Type,
-)
+from connect.api.schema import Field, Schema, SchemaAndValue, Type
+from connect.api.schema_builder import SchemaBuilder
+from connect.api.struct import Struct
 from connect.api.topic_partition import TopicPartition
 from connect.api.transform import Predicate, Transformation
 

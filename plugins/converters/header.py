@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect.api import ConfigDef, HeaderConverter, Schema, SchemaAndValue
-from connect.api.values import convert_to_string, parse_string
+from connect.api.value_text import convert_to_string
+from connect.api.values import parse_string
 from plugins.converters._base import plugin_version
 
 __all__ = ["SimpleHeaderConverter"]

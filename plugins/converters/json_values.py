@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from connect.api import DataException, Date, Decimal, Schema, Struct, Time, Timestamp, Type
-from connect.api.values import decimal_to_string, double_to_string, float_to_string, to_float32
+from connect.api.java_numbers import decimal_to_string, double_to_string, float_to_string, to_float32
 from plugins.converters.json_text import MISSING, base64_text, is_int, node_type, number_text, quote
 
 __all__ = ["JsonValueConverter"]

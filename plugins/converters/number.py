@@ -18,7 +18,7 @@ from connect.api import (
     SchemaAndValue,
     Type,
 )
-from connect.api.values import to_float32
+from connect.api.java_numbers import to_float32
 from plugins.converters._base import BuiltinConverter
 
 __all__ = [

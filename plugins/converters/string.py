@@ -22,7 +22,7 @@ from connect.api import (
     SchemaAndValue,
     Width,
 )
-from connect.api.values import decimal_to_string, double_to_string
+from connect.api.java_numbers import decimal_to_string, double_to_string
 from plugins.converters._base import BuiltinConverter, converter_config_def
 
 __all__ = [

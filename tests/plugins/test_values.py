@@ -1,4 +1,4 @@
-"""connect.api.values: Kafka's Values.parseString / convertToString and Java number formatting."""
+"""Kafka's Values (connect.api.values, value_parser, value_text, schema_inference) and Java number formatting."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ import decimal
 import pytest
 
 from connect.api import DataException, Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp, Type
+from connect.api.java_numbers import decimal_to_string, double_to_string, float_to_string, to_float32
+from connect.api.schema_inference import infer_schema
+from connect.api.value_text import convert_to_string
 from connect.api.values import (
     Values,
     convert_to_boolean,
@@ -19,14 +22,8 @@ from connect.api.values import (
     convert_to_list,
     convert_to_long,
     convert_to_map,
-    convert_to_string,
     convert_to_timestamp,
-    decimal_to_string,
-    double_to_string,
-    float_to_string,
-    infer_schema,
     parse_string,
-    to_float32,
 )
 
 

@@ -20,7 +20,7 @@ from connect.api import (
     Timestamp,
     Type,
 )
-from connect.api.values import to_float32
+from connect.api.java_numbers import to_float32
 from plugins.transforms import DropHeaders, HeaderFrom, InsertHeader
 
 
