@@ -132,11 +132,11 @@ class HdfsSparkSinkTask(SparkSinkTask):
 
     # --- Hadoop file system through the Spark JVM ------------------------------------------------------
     def _path(self, path: str) -> Any:
-        return self._spark._jvm.org.apache.hadoop.fs.Path(path)  # noqa: SLF001
+        return self._spark._jvm.org.apache.hadoop.fs.Path(path)
 
     def prepare(self, spark: Any) -> None:
-        jvm = spark._jvm  # noqa: SLF001
-        conf = spark._jsc.hadoopConfiguration()  # noqa: SLF001
+        jvm = spark._jvm
+        conf = spark._jsc.hadoopConfiguration()
         try:
             self._fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI(self.url), conf)
             self._fs.mkdirs(self._path(self.url + self.topics_dir))
@@ -335,10 +335,10 @@ class HdfsSparkSinkTask(SparkSinkTask):
 
         if self.value_schema:
             return StructType.fromDDL(self.value_schema)
-        jvm = spark._jvm  # noqa: SLF001
-        strings = getattr(shaped.select("_value")._jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())  # noqa: SLF001
+        jvm = spark._jvm
+        strings = getattr(shaped.select("_value")._jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())
         inferred = StructType.fromJson(__import__("json").loads(
-            spark._jsparkSession.read().json(strings).schema().json()))  # noqa: SLF001
+            spark._jsparkSession.read().json(strings).schema().json()))
         inferred = StructType([f for f in inferred.fields if f.name != "_corrupt_record"])
         self._schema = _merge(self._schema, inferred)
         return self._schema
@@ -437,6 +437,6 @@ def _java_message(exc: BaseException) -> str:
     if java is not None:
         try:
             return str(java.toString())
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

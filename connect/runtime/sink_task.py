@@ -147,16 +147,16 @@ class WorkerSinkTask(WorkerTask):
             assigned = list(self.consumer.assignment())
             if assigned:
                 self.task.close(assigned)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("%s Error closing sink task partitions", self)
         try:
             self.task.stop()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("%s Error stopping sink task", self)
         self._close_dlq_producer()
         try:
             self.consumer.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("%s Error closing consumer", self)
 
     def record_counts(self) -> dict[str, int]:
@@ -247,7 +247,7 @@ class WorkerSinkTask(WorkerTask):
             value = conv.value.from_connect_data(topic, record.value_schema, record.value, record._headers)
             headers = tuple((h.key, conv.header.from_connect_header(topic, h.key, h.schema, h.value))
                             for h in record.headers) if record.has_headers() else ()
-        except Exception as exc:  # noqa: BLE001 - still report the record, without its data
+        except Exception as exc:  # still report the record, without its data
             log.warning("%s Could not convert errant record %s-%s@%s back to bytes: %s", self, topic,
                         record.original_kafka_partition, record.original_kafka_offset, exc)
             key = value = None
@@ -298,7 +298,7 @@ class WorkerSinkTask(WorkerTask):
                         dropped += 1
                         continue
                     append(record)
-                except Exception as exc:  # noqa: BLE001 - failures go through the error handler
+                except Exception as exc:  # failures go through the error handler
                     consumed = ConsumerRecord(topic, partition, offset, stamps[i], keys[i], values[i],
                                               hdrs[i] if hdrs is not None else (), batch.timestamp_type)
                     retried = self.errors.retry(stage, self._plugin_class(stage),
@@ -319,7 +319,7 @@ class WorkerSinkTask(WorkerTask):
         for i, record in enumerate(records):
             try:
                 result = chain.apply(record)
-            except Exception as exc:  # noqa: BLE001 - failures go through the error handler
+            except Exception as exc:  # failures go through the error handler
                 consumed = ConsumerRecord(batch.topic, batch.partition, batch.offsets[i], batch.timestamps[i],
                                           batch.keys[i], batch.values[i], (), batch.timestamp_type)
                 result = self.errors.retry(Stage.TRANSFORMATION, self._plugin_class(Stage.TRANSFORMATION),
@@ -342,7 +342,7 @@ class WorkerSinkTask(WorkerTask):
         try:
             key_schemas, keys = self.converters.key.to_connect_batch(topic, batch.keys)
             value_schemas, values = self.converters.value.to_connect_batch(topic, batch.values)
-        except Exception:  # noqa: BLE001 - the per-record path converts again, with error handling
+        except Exception:  # the per-record path converts again, with error handling
             return False
         try:
             columns.add(topic, batch.partition, batch.offsets, batch.timestamps, ts_type, key_schemas, keys,
@@ -420,7 +420,7 @@ class WorkerSinkTask(WorkerTask):
             if self.errors.dlq is not None:
                 self.errors.dlq.flush(self.offset_flush_timeout)
             committable = dict(self.task.pre_commit(dict(current)))
-        except Exception as exc:  # noqa: BLE001 - the task could not flush: rewind to what is committed
+        except Exception as exc:  # the task could not flush: rewind to what is committed
             log.error("%s Commit of offsets threw an unexpected exception: %s; rewinding to the last committed "
                       "offsets", self, exc)
             for tp, off in self._committed.items():

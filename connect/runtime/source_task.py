@@ -124,7 +124,7 @@ class WorkerSourceTask(WorkerTask):
             return  # the task thread commits once more as it stops
         try:
             self.commit_offsets()
-        except Exception as exc:  # noqa: BLE001 - handed over to the task thread
+        except Exception as exc:  # handed over to the task thread
             if self._commit_failure is None:
                 self._commit_failure = exc
 
@@ -132,7 +132,7 @@ class WorkerSourceTask(WorkerTask):
         self._stop_plugin()
         try:
             self.producer.close(self.offset_flush_timeout)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("%s Error closing producer", self)
         self._close_dlq_producer()
 
@@ -151,7 +151,7 @@ class WorkerSourceTask(WorkerTask):
             self._task_stopped = True
         try:
             self.task.stop()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("%s Error stopping source task", self)
 
     # --- sending ---------------------------------------------------------------------------------
@@ -195,7 +195,7 @@ class WorkerSourceTask(WorkerTask):
             if self.converters.key.from_connect_data(topic, None, None, None) is not None:
                 return False
             converted = self.converters.value.from_connect_batch(topic, schema, values)
-        except Exception:  # noqa: BLE001 - the general path converts again, with error handling
+        except Exception:  # the general path converts again, with error handling
             return False
         if topic not in self._known_topics:
             self._ensure_topic(topic)
@@ -223,7 +223,7 @@ class WorkerSourceTask(WorkerTask):
                     value = value_conv(out.topic, out.value_schema, out.value, out._headers)
                     stage = Stage.HEADER_CONVERTER
                     headers = self._convert_headers(out) if out.has_headers() else None
-            except Exception as exc:  # noqa: BLE001 - failures go through the error handler
+            except Exception as exc:  # failures go through the error handler
                 converted = self.errors.retry(stage, self._plugin_class(stage), functools.partial(self._convert, record),
                                               exc, source_record=record)
                 if converted is None:  # skipped after a tolerated failure (or dropped once retried)
@@ -289,7 +289,7 @@ class WorkerSourceTask(WorkerTask):
         if err is not None and self._send_error is None:
             self._send_error = err
 
-    def _callback_for(self, record: SourceRecord):  # noqa: ANN202 - a delivery callback
+    def _callback_for(self, record: SourceRecord):  # a delivery callback
         def on_delivery(err: LogError | None, metadata: Any) -> None:
             if err is not None:
                 self._on_delivery(err, metadata)
@@ -349,13 +349,13 @@ class WorkerSourceTask(WorkerTask):
             return True
         try:
             self.offset_store.put_raw_pairs(self.id.connector, snapshot)
-        except Exception as exc:  # noqa: BLE001 - keep the offsets for the next attempt
+        except Exception as exc:  # keep the offsets for the next attempt
             self._restore(snapshot)
             log.error("%s Failed to commit offsets: %s", self, exc)
             return False
         try:
             self.task.commit()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("%s Exception thrown while calling task.commit()", self)
         log.info("%s Committed offsets for %d source partition(s) in %.0f ms (%d records sent so far)", self,
                  len(snapshot), (self.clock.monotonic() - started) * 1000, self.records_sent)

@@ -52,7 +52,7 @@ class SimpleHeaderConverter(HeaderConverter):
         try:
             # like Java's String(bytes, UTF_8): malformed input becomes U+FFFD instead of an error
             parsed = parse_string(raw.decode("utf-8", "replace"))
-        except Exception:  # noqa: BLE001 - any parse failure keeps the raw bytes, as Kafka does
+        except Exception:  # any parse failure keeps the raw bytes, as Kafka does
             log.warning(
                 "Header '%s' on topic '%s' could not be read as text; keeping it as raw bytes",
                 header_key,
