@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import zoneinfo
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,13 +16,7 @@ from connect.api import (
     Width,
 )
 
-__all__ = [
-    "SPARK_GROUP",
-    "is_truthy",
-    "java_to_spark_pattern",
-    "spark_sink_def",
-    "topics_of",
-]
+__all__ = ["SPARK_GROUP", "check_timezone", "is_truthy", "java_to_spark_pattern", "spark_sink_def", "topics_of"]
 
 SPARK_GROUP = "Spark"
 
@@ -92,3 +87,12 @@ def _pattern_pieces(pattern: str) -> list[tuple[bool, str]]:
         else:
             pieces.append((False, m.group(2)))
     return pieces
+
+
+def check_timezone(name: str, value: Any) -> str | None:
+    """The error for a ``timezone`` setting that names no IANA time zone, or None."""
+    try:
+        zoneinfo.ZoneInfo(str(value))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return f"Invalid value {value} for configuration {name}: unknown time zone"
+    return None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import zoneinfo
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
@@ -18,7 +17,7 @@ from connect.api import (
     Range,
     Width,
 )
-from spark_sinks.config import java_to_spark_pattern, spark_sink_def
+from spark_sinks.config import check_timezone, java_to_spark_pattern, spark_sink_def
 
 __all__ = ["EXTRACTORS", "FORMATS", "PARTITIONERS", "format_of", "hdfs_def", "parse_path_format", "partitioner_of"]
 
@@ -69,14 +68,6 @@ def _check_path_format(name: str, value: Any) -> str | None:
         parse_path_format(str(value))
     except ValueError as exc:
         return f"Invalid value {value} for configuration {name}: {exc}"
-    return None
-
-
-def _check_timezone(name: str, value: Any) -> str | None:
-    try:
-        zoneinfo.ZoneInfo(str(value))
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return f"Invalid value {value} for configuration {name}: unknown time zone"
     return None
 
 
@@ -134,7 +125,7 @@ def hdfs_def() -> ConfigDef:
     d.define("timestamp.field", ConfigType.STRING, "timestamp", importance=Importance.MEDIUM,
              group=PARTITIONER_GROUP, order_in_group=5,
              documentation="Field with the record time (epoch ms, or an ISO-8601 string) for RecordField.")
-    d.define("timezone", ConfigType.STRING, "UTC", LambdaValidator(_check_timezone), Importance.MEDIUM,
+    d.define("timezone", ConfigType.STRING, "UTC", LambdaValidator(check_timezone), Importance.MEDIUM,
              "Time zone of the time-based folders.", PARTITIONER_GROUP, 6)
     d.define("locale", ConfigType.STRING, "", importance=Importance.LOW, group=PARTITIONER_GROUP, order_in_group=7,
              documentation="Accepted for compatibility; folder names use the ISO calendar.")

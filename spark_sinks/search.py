@@ -49,7 +49,6 @@ import functools
 import json
 import logging
 import re
-import zoneinfo
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlparse
@@ -68,7 +67,7 @@ from connect.api import (
     Task,
     Width,
 )
-from spark_sinks.config import is_truthy, java_to_spark_pattern, spark_sink_def
+from spark_sinks.config import check_timezone, is_truthy, java_to_spark_pattern, spark_sink_def
 from spark_sinks.connector import SparkSinkConnector
 from spark_sinks.task import SparkSinkTask
 
@@ -96,14 +95,6 @@ def _check_urls(name: str, value: Any) -> str | None:
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             return f"Invalid value {url} for configuration {name}: expected http(s)://host:port"
-    return None
-
-
-def _check_timezone(name: str, value: Any) -> str | None:
-    try:
-        zoneinfo.ZoneInfo(str(value))
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return f"Invalid value {value} for configuration {name}: unknown time zone"
     return None
 
 
@@ -145,7 +136,7 @@ def search_def() -> ConfigDef:
              order_in_group=5, documentation="Index of a record: ${topic} and ${timestamp} are replaced.")
     d.define("index.timestamp.format", ConfigType.STRING, "yyyy.MM.dd", importance=Importance.LOW,
              group=DATA_GROUP, order_in_group=6, documentation="Date pattern of ${timestamp} in index names.")
-    d.define("timezone", ConfigType.STRING, "UTC", LambdaValidator(_check_timezone), Importance.LOW,
+    d.define("timezone", ConfigType.STRING, "UTC", LambdaValidator(check_timezone), Importance.LOW,
              "Time zone of ${timestamp} in index names.", DATA_GROUP, 7)
     return d
 
