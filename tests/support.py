@@ -129,3 +129,34 @@ def line_count(path: Path) -> int:
         return 0
     with open(path, "rb") as fh:
         return sum(1 for _ in fh)
+
+
+class RestWorker:
+    """A ``connect-standalone`` with its REST API on a free loopback port; ``start`` waits for /health."""
+
+    def __init__(self, tmp: Path, *connectors: Path, **extra: Any) -> None:
+        self.tmp = tmp
+        self.connectors = connectors
+        self.port = free_port()
+        self.cfg = worker_properties(tmp, self.port, **extra)
+        self.proc: CliProcess | None = None
+
+    def start(self) -> RestWorker:
+        self.proc = connect_standalone(self.tmp, self.cfg, *self.connectors)
+        proc = self.proc
+        wait_until(lambda: rest_ready(self.port) or not proc.alive(), 60, what="REST /health")
+        assert proc.alive(), proc.log()
+        return self
+
+    def stop(self) -> str:
+        """Stop with SIGTERM, which must end the worker cleanly; its log, for further checks."""
+        assert self.proc is not None
+        assert self.proc.terminate() == 0, self.proc.log()
+        return self.proc.log()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def http(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=30)

@@ -19,12 +19,10 @@ from connect.api.topic_partition import TopicPartition
 from connect.log import open_log_backend
 from connect.log.api import ConsumerRecord, NewTopic
 from tests.support import (
+    RestWorker,
     connect_standalone,
-    free_port,
     line_count,
-    rest_ready,
     wait_until,
-    worker_properties,
     write_properties,
 )
 
@@ -109,19 +107,17 @@ def plugin_dir(tmp: Path) -> Path:
     return folder
 
 
-class Worker:
-    """A connect-standalone process with REST on a free port, started with connector files."""
+class Worker(RestWorker):
+    """A started RestWorker with connector files that commits often, and its connectors' status."""
 
     def __init__(self, tmp: Path, *connectors: Path, **extra: object) -> None:
         # frequent commits: the tests wait for what the sinks committed
         extra.setdefault("offset_flush_interval_ms", 250)
-        self.port = free_port()
-        self.proc = connect_standalone(tmp, worker_properties(tmp, self.port, **extra), *connectors)
-        wait_until(lambda: rest_ready(self.port) or not self.proc.alive(), 60, what="REST /health")
-        assert self.proc.alive(), self.proc.log()
+        super().__init__(tmp, *connectors, **extra)
+        self.start()
 
     def status(self, name: str) -> dict:
-        r = httpx.get(f"http://127.0.0.1:{self.port}/connectors/{name}/status", timeout=10)
+        r = httpx.get(f"{self.url}/connectors/{name}/status", timeout=10)
         return r.json() if r.status_code == 200 else {}
 
     def task(self, name: str) -> dict:
@@ -130,10 +126,6 @@ class Worker:
 
     def metrics(self, name: str) -> dict:
         return self.task(name).get("metrics") or {}
-
-    def stop(self) -> str:
-        assert self.proc.terminate() == 0, self.proc.log()
-        return self.proc.log()
 
 
 def _json_values() -> tuple[list[bytes], list[bytes]]:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
 import pytest
 
 from tests.support import (
+    RestWorker,
     connect_standalone,
     free_port,
     line_count,
@@ -47,33 +46,9 @@ class SecretSourceTask(SourceTask):
 '''
 
 
-class Worker:
-    def __init__(self, tmp: Path, **extra: object) -> None:
-        self.tmp = tmp
-        self.port = free_port()
-        self.cfg = worker_properties(tmp, self.port, **extra)
-        self.proc = None
-
-    def start(self) -> Worker:
-        self.proc = connect_standalone(self.tmp, self.cfg)
-        wait_until(lambda: rest_ready(self.port) or not self.proc.alive(), 60, what="REST /health")
-        assert self.proc.alive(), self.proc.log()
-        return self
-
-    def stop(self) -> None:
-        assert self.proc.terminate() == 0, self.proc.log()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def http(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=30)
-
-
 @pytest.fixture
 def worker(tmp_path):
-    w = Worker(tmp_path).start()
+    w = RestWorker(tmp_path).start()
     yield w
     w.stop()
 
@@ -196,7 +171,7 @@ def test_full_lifecycle_over_http(worker, tmp_path):
 def test_restart_keeps_rest_created_connectors_state_and_offsets(tmp_path):
     src_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
     src_file.write_text("".join(f"x{i}\n" for i in range(200)))
-    w = Worker(tmp_path).start()
+    w = RestWorker(tmp_path).start()
     with w.http() as c:
         assert c.post("/connectors", json={"name": "src", "config": {
             "connector.class": "FileStreamSource", "file": str(src_file), "topic": "t1"}}).status_code == 201
@@ -301,7 +276,7 @@ def test_passwords_hidden_and_config_providers_resolved_at_task_start(tmp_path):
     secrets = tmp_path / "secrets.properties"
     secrets.write_text("db.password=hunter2-file\n")
     out = tmp_path / "resolved.txt"
-    w = Worker(tmp_path, **{"plugin.path": plugin_dir, "config.providers": "file"}).start()
+    w = RestWorker(tmp_path, **{"plugin.path": plugin_dir, "config.providers": "file"}).start()
     try:
         with w.http() as c:
             r = c.post("/connectors", json={"name": "s", "config": {

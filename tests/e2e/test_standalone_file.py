@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import attrs
 import pytest
 
 from connect.api.topic_partition import TopicPartition
@@ -71,6 +72,30 @@ def _committed_source_lines(tmp: Path, source_file: Path) -> int:
     return source_file.read_bytes()[:position].count(b"\n")
 
 
+@attrs.frozen
+class _StateAtKill:
+    """What a crash can duplicate: the source lines and sink records sent but not yet committed."""
+
+    topic_end: int
+    source_committed: int
+    sink_committed: int
+    sink_lines: int
+
+    @property
+    def duplicate_bound(self) -> int:
+        return (self.topic_end - self.source_committed) + (self.sink_lines - self.sink_committed)
+
+
+def _state_at_kill(tmp: Path, source_file: Path, sink_file: Path) -> _StateAtKill:
+    backend = open_log_backend({"embedded.log.dir": str(tmp / "data")})
+    admin = backend.admin()
+    topic_end = admin.describe_topic("connect-test").offsets[0][1]
+    sink_committed = admin.list_group_offsets("connect-local-file-sink").get(TopicPartition("connect-test", 0), 0)
+    admin.close()
+    backend.close()
+    return _StateAtKill(topic_end, _committed_source_lines(tmp, source_file), sink_committed, line_count(sink_file))
+
+
 def test_kill_9_mid_stream_loses_nothing_and_bounds_duplicates(tmp_path):
     source_file = tmp_path / "test.txt"
     source_file.write_text("")
@@ -97,16 +122,10 @@ def test_kill_9_mid_stream_loses_nothing_and_bounds_duplicates(tmp_path):
         wait_until(lambda: line_count(tmp_path / "test.sink.txt") > 15_000 and (tmp_path / "connect.offsets").exists(),
                    90, what="sink to reach 15000 lines after a first offset commit")
         worker.kill9()
-        # measure what the crash can duplicate: uncommitted source lines and uncommitted sink lines
-        backend = open_log_backend({"embedded.log.dir": str(tmp_path / "data")})
-        admin = backend.admin()
-        topic_end = admin.describe_topic("connect-test").offsets[0][1]
-        sink_committed = admin.list_group_offsets("connect-local-file-sink").get(TopicPartition("connect-test", 0), 0)
-        admin.close()
-        backend.close()
-        source_committed = _committed_source_lines(tmp_path, source_file)
-        sink_lines_at_kill = line_count(tmp_path / "test.sink.txt")
-        bound = (topic_end - source_committed) + (sink_lines_at_kill - sink_committed)
+        at_kill = _state_at_kill(tmp_path, source_file, tmp_path / "test.sink.txt")
+        topic_end, source_committed = at_kill.topic_end, at_kill.source_committed
+        sink_committed, sink_lines_at_kill = at_kill.sink_committed, at_kill.sink_lines
+        bound = at_kill.duplicate_bound
         assert 0 < source_committed <= topic_end
         assert sink_committed <= sink_lines_at_kill
     finally:
@@ -222,15 +241,10 @@ def test_kill_9_under_cpu_load_duplicates_no_more_than_one_flush_interval(tmp_pa
         for hog in hogs:
             hog.kill()
             hog.wait()
-    backend = open_log_backend({"embedded.log.dir": str(tmp_path / "data")})
-    admin = backend.admin()
-    topic_end = admin.describe_topic("connect-test").offsets[0][1]
-    sink_committed = admin.list_group_offsets("connect-local-file-sink").get(TopicPartition("connect-test", 0), 0)
-    admin.close()
-    backend.close()
-    source_committed = _committed_source_lines(tmp_path, source_file)
-    sink_lines_at_kill = line_count(sink_file)
-    bound = (topic_end - source_committed) + (sink_lines_at_kill - sink_committed)
+    at_kill = _state_at_kill(tmp_path, source_file, sink_file)
+    topic_end, source_committed = at_kill.topic_end, at_kill.source_committed
+    sink_committed, sink_lines_at_kill = at_kill.sink_committed, at_kill.sink_lines
+    bound = at_kill.duplicate_bound
     late = []
     for at, _lines, source, sink in samples:
         settled = max((n for t, n, _s, _k in samples if t <= at - interval - slack), default=0)

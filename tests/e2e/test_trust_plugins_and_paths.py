@@ -9,17 +9,16 @@ into Python's import path (run at the next interpreter start).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.support import (
     REPO,
+    RestWorker,
     connect_standalone,
     free_port,
     line_count,
-    rest_ready,
     run_cli,
     wait_until,
     worker_properties,
@@ -58,22 +57,6 @@ class EvilConverter(Converter):
 '''
 
 
-class Worker:
-    def __init__(self, tmp: Path, **extra: object) -> None:
-        self.tmp = tmp
-        self.port = free_port()
-        self.cfg = worker_properties(tmp, self.port, **extra)
-        self.proc = connect_standalone(tmp, self.cfg)
-        wait_until(lambda: rest_ready(self.port) or not self.proc.alive(), 60, what="REST /health")
-        assert self.proc.alive(), self.proc.log()
-
-    def stop(self) -> None:
-        assert self.proc.terminate() == 0, self.proc.log()
-
-    def http(self) -> httpx.Client:
-        return httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
-
-
 @pytest.fixture
 def import_dirs(tmp_path, monkeypatch):
     """Two folders on the worker's import path: one with a module that marks its import, one standing in
@@ -100,7 +83,7 @@ def _task_state(c: httpx.Client, name: str) -> str | None:
 
 def test_names_over_rest_never_import_an_unregistered_module(tmp_path, import_dirs):
     marker, _ = import_dirs
-    w = Worker(tmp_path)
+    w = RestWorker(tmp_path).start()
     try:
         with w.http() as c:
             for plugin in ("headrace_e2e_side_effect.EvilConnector", "headrace_e2e_side_effect.EvilTransform",
@@ -132,7 +115,7 @@ def test_names_over_rest_never_import_an_unregistered_module(tmp_path, import_di
 
 
 def test_a_source_cannot_read_the_config_topic(tmp_path, import_dirs):
-    w = Worker(tmp_path)
+    w = RestWorker(tmp_path).start()
     try:
         with w.http() as c:
             secret = {"connector.class": "FileStreamSink", "topics": "t", "file": str(tmp_path / "o.txt"),
@@ -156,7 +139,7 @@ def test_a_source_cannot_read_the_config_topic(tmp_path, import_dirs):
 
 def test_a_sink_cannot_write_into_the_python_import_path(tmp_path, import_dirs):
     _, site = import_dirs
-    w = Worker(tmp_path)
+    w = RestWorker(tmp_path).start()
     try:
         with w.http() as c:
             for target in (site / "x.pth", site / "sub" / ".." / "x.pth"):
@@ -178,7 +161,7 @@ def test_allow_list_outside_refused_inside_runs_symlinks_followed(tmp_path):
     outside.mkdir()
     (allowed / "in.txt").write_text("".join(f"line {i}\n" for i in range(20)))
     (allowed / "escape").symlink_to(outside / "victim.txt")
-    w = Worker(tmp_path, **{"connector.allowed.paths": allowed})
+    w = RestWorker(tmp_path, **{"connector.allowed.paths": allowed}).start()
     try:
         with w.http() as c:
             for path in (outside / "victim.txt", allowed / ".." / "outside" / "victim.txt", allowed / "escape"):
