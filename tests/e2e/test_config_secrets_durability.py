@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.test_rest_standalone import Worker, _status, _wait_state
-from tests.support import wait_until
+from tests.e2e.test_rest_standalone import _status, _wait_state
+from tests.support import RestWorker, wait_until
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -63,7 +63,7 @@ def test_secrets_never_stored_or_shown_resolved(tmp_path):
     (vault / "api.properties").write_text(f"token={TOKEN}\n")
     out = tmp_path / "seen.txt"
     reference = f"${{file:{vault}/api.properties:token}}"
-    w = Worker(tmp_path, **{"plugin.path": plugin_dir, "config.providers": "file",
+    w = RestWorker(tmp_path, **{"plugin.path": plugin_dir, "config.providers": "file",
                             "config.providers.file.param.allowed.paths": vault}).start()
     try:
         with w.http() as c:
@@ -114,7 +114,7 @@ def _file_source(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def test_an_oversize_config_is_413_and_changes_nothing(tmp_path):
     (tmp_path / "in.txt").write_text("a\n")
-    w = Worker(tmp_path).start()
+    w = RestWorker(tmp_path).start()
     try:
         with w.http() as c:
             assert c.put("/connectors/src/config", json=_file_source(tmp_path)).status_code == 201
@@ -168,7 +168,7 @@ def _fill(disk: Path) -> Path:
 def test_a_full_disk_answers_500_and_the_old_connector_keeps_running(tmp_path, small_disk):
     (tmp_path / "in.txt").write_text("")
     sink = tmp_path / "out.txt"
-    w = Worker(tmp_path, **{"embedded.log.dir": small_disk / "data"}).start()
+    w = RestWorker(tmp_path, **{"embedded.log.dir": small_disk / "data"}).start()
     try:
         with w.http() as c:
             assert c.put("/connectors/src/config", json=_file_source(tmp_path)).status_code == 201
@@ -208,7 +208,7 @@ def test_rest_keeps_no_resolved_value_when_no_provider_is_configured(tmp_path, m
     """Without config.providers, ${env:...} is no way to read the worker's environment over REST."""
     monkeypatch.setenv("HEADRACE_E2E_SECRET", "env-secret-5a5a5a")
     (tmp_path / "in.txt").write_text("")
-    w = Worker(tmp_path).start()
+    w = RestWorker(tmp_path).start()
     try:
         with w.http() as c:
             r = c.put("/connectors/src/config", json=_file_source(tmp_path, topic="${env:HEADRACE_E2E_SECRET}"))
