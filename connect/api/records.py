@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import chain, repeat
+from itertools import chain, groupby, repeat
 from typing import Any
 
 from connect.api.headers import ConnectHeaders, Header
@@ -369,12 +369,15 @@ class SinkRecord(ConnectRecord):
 
 
 def _column_record(topic: str, partition: int, key_schema: Schema | None, key: Any, value_schema: Schema | None,
-                   value: Any, offset: int, timestamp: int | None, timestamp_type: TimestampType) -> SinkRecord:
-    """``SinkRecord(topic, partition, key_schema, key, value_schema, value, offset, timestamp, timestamp_type)``
-    with the slots filled directly: no headers and no original_* to default, so none of the constructor's
-    checks are needed (made once per record when a batch is read as records)."""
+                   value: Any, offset: int, timestamp: int | None, timestamp_type: TimestampType,
+                   original_topic: str) -> SinkRecord:
+    """``SinkRecord(topic, partition, key_schema, key, value_schema, value, offset, timestamp, timestamp_type,
+    original_topic=original_topic)`` with the slots filled directly: no headers to convert and no other
+    original_* to default, so none of the constructor's checks are needed (made once per record when a batch
+    is read as records)."""
     r = _new(SinkRecord)
-    r.topic = r.original_topic = topic
+    r.topic = topic
+    r.original_topic = original_topic
     r.kafka_partition = r.original_kafka_partition = partition
     r.key_schema = key_schema
     r.key = key
@@ -387,15 +390,20 @@ def _column_record(topic: str, partition: int, key_schema: Schema | None, key: A
     return r
 
 
+# where each column is in a part of a SinkRecordBatch
+_TOPIC, _PARTITION, _OFFSETS, _STAMPS, _TS_TYPE, _KEY_SCHEMAS, _KEYS, _VALUE_SCHEMAS, _VALUES, _ORIGINAL = range(10)
+
+
 class SinkRecordBatch(Sequence[SinkRecord]):
-    """Records consumed without headers, held as columns (one set per topic partition) until one is read.
+    """Records consumed without headers, held as columns (one set per run of one topic partition) until read.
 
     The runtime may hand one to ``SinkTask.put`` instead of a list. Read as a
     sequence it is one: the ``SinkRecord`` objects are all made the first time
     any is read, and the same objects come back on every later read. A task
     that needs only the values (or keys) reads ``values`` (``keys``) and no
     record is ever made, which saves most of the Python work per record of a
-    fast sink.
+    fast sink. A transform's ``apply_batch`` may likewise read the columns and
+    return ``with_columns(...)``: a changed copy, still without records.
     """
 
     __slots__ = ("_parts", "_records", "_len")
@@ -421,31 +429,108 @@ class SinkRecordBatch(Sequence[SinkRecord]):
         n = len(kafka_offsets)
         if not len(timestamps) == len(key_schemas) == len(keys) == len(value_schemas) == len(values) == n:
             raise ValueError(f"the columns of {topic}-{kafka_partition} differ in length")
-        self._parts.append((topic, kafka_partition, kafka_offsets, timestamps, timestamp_type, key_schemas, keys,
-                            value_schemas, values))
+        self._append((topic, kafka_partition, kafka_offsets, timestamps, timestamp_type, key_schemas, keys,
+                      value_schemas, values, topic))
+
+    def _append(self, part: tuple[Any, ...]) -> None:
+        self._parts.append(part)
         self._records = None
-        self._len += n
+        self._len += len(part[_OFFSETS])
+
+    def extend(self, other: SinkRecordBatch) -> None:
+        """Append the records of ``other``, after these."""
+        for part in other._parts:
+            self._append(part)
+
+    def _column(self, index: int) -> list[Any]:
+        parts = self._parts
+        if len(parts) == 1:
+            return list(parts[0][index])
+        return list(chain.from_iterable(part[index] for part in parts))
 
     @property
     def values(self) -> list[Any]:
         """Every record's value, in order."""
-        if len(self._parts) == 1:
-            return list(self._parts[0][8])
-        return list(chain.from_iterable(part[8] for part in self._parts))
+        return self._column(_VALUES)
 
     @property
     def keys(self) -> list[Any]:
         """Every record's key, in order."""
-        return list(chain.from_iterable(part[6] for part in self._parts))
+        return self._column(_KEYS)
+
+    @property
+    def value_schemas(self) -> list[Schema | None]:
+        """Every record's value schema, in order."""
+        return self._column(_VALUE_SCHEMAS)
+
+    @property
+    def key_schemas(self) -> list[Schema | None]:
+        """Every record's key schema, in order."""
+        return self._column(_KEY_SCHEMAS)
+
+    @property
+    def timestamps(self) -> list[int | None]:
+        """Every record's timestamp, in order."""
+        return self._column(_STAMPS)
+
+    @property
+    def topics(self) -> list[str]:
+        """Every record's topic, in order."""
+        return list(chain.from_iterable(repeat(part[_TOPIC], len(part[_OFFSETS])) for part in self._parts))
+
+    def with_columns(
+        self,
+        *,
+        topics: Sequence[str] | None = None,
+        key_schemas: Sequence[Schema | None] | None = None,
+        keys: Sequence[Any] | None = None,
+        value_schemas: Sequence[Schema | None] | None = None,
+        values: Sequence[Any] | None = None,
+    ) -> SinkRecordBatch:
+        """A copy with the given columns (one entry per record, in order) replaced; the others are kept.
+
+        As ``new_record`` per record would: the partition, offsets, timestamps and the ``original_*``
+        coordinates stay. Raises ValueError when a column's length is not the batch's.
+        """
+        columns = ((_TOPIC, topics), (_KEY_SCHEMAS, key_schemas), (_KEYS, keys), (_VALUE_SCHEMAS, value_schemas),
+                   (_VALUES, values))
+        for _, column in columns:
+            if column is not None and len(column) != self._len:
+                raise ValueError(f"a column of {len(column)} entries for a batch of {self._len} records")
+        out = SinkRecordBatch()
+        start = 0
+        for part in self._parts:
+            end = start + len(part[_OFFSETS])
+            changed = list(part)
+            for index, column in columns:
+                if column is not None and index != _TOPIC:
+                    changed[index] = column[start:end]
+            part_topics = topics[start:end] if topics is not None else None
+            if not part_topics:
+                out._append(tuple(changed))
+            elif part_topics.count(part_topics[0]) == len(part_topics):  # the common case: one topic still
+                changed[_TOPIC] = part_topics[0]
+                out._append(tuple(changed))
+            else:  # a part holds one topic: split it where the new topic changes
+                a = 0
+                for topic, run in groupby(part_topics):
+                    b = a + len(list(run))
+                    out._append((topic, part[_PARTITION], part[_OFFSETS][a:b], part[_STAMPS][a:b], part[_TS_TYPE],
+                                 changed[_KEY_SCHEMAS][a:b], changed[_KEYS][a:b], changed[_VALUE_SCHEMAS][a:b],
+                                 changed[_VALUES][a:b], part[_ORIGINAL]))
+                    a = b
+            start = end
+        return out
 
     def _materialized(self) -> list[SinkRecord]:
         if self._records is None:
             records: list[SinkRecord] = []
-            for topic, partition, offsets, stamps, ts_type, key_schemas, keys, value_schemas, values in self._parts:
+            for topic, partition, offsets, stamps, ts_type, key_schemas, keys, value_schemas, values, original \
+                    in self._parts:
                 n = len(offsets)
                 # map() with several columns calls the maker from C: no Python loop per record
                 records += map(_column_record, repeat(topic, n), repeat(partition, n), key_schemas, keys,
-                               value_schemas, values, offsets, stamps, repeat(ts_type, n))
+                               value_schemas, values, offsets, stamps, repeat(ts_type, n), repeat(original, n))
             self._records = records
         return self._records
 
@@ -466,5 +551,5 @@ class SinkRecordBatch(Sequence[SinkRecord]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        parts = ", ".join(f"{p[0]}-{p[1]}" for p in self._parts)
+        parts = ", ".join(f"{p[_TOPIC]}-{p[_PARTITION]}" for p in self._parts)
         return f"SinkRecordBatch({self._len} records from {parts or 'no partition'})"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from connect.api.config import ConfigDef
@@ -31,6 +31,24 @@ class Transformation(abc.ABC, Generic[R]):
         Called on the task's thread for every record the predicate lets through. Raise DataException for a
         record it cannot handle: it then follows ``errors.tolerance`` (and, in sinks, the DLQ).
         """
+
+    def apply_batch(self, records: Sequence[R]) -> Sequence[R]:
+        """The changed records of ``records``, in order, without the dropped ones.
+
+        Called on the task's thread with a batch of records the task has, in place of ``apply``, but only
+        for a transform that overrides this method, when every transform of the chain does and none has a
+        predicate; otherwise the runtime calls ``apply`` per record, each record once. ``records`` may be a
+        ``SinkRecordBatch``, whose columns an override can change with ``with_columns`` without making a
+        record per value. The default calls ``apply`` per record. An override must give the records
+        ``apply`` would give, and must leave the input records (and their values) unchanged.
+
+        May raise anything ``apply`` may. The runtime then drops the batch's result and runs the chain
+        again with ``apply``, record by record, from the records the chain was given, so that the failing
+        record alone follows ``errors.tolerance`` (and, in sinks, the DLQ): a transform that overrides
+        this must not have effects that matter if some records are transformed twice.
+        """
+        apply = self.apply
+        return [out for out in map(apply, records) if out is not None]
 
     @abc.abstractmethod
     def config(self) -> ConfigDef:

@@ -273,11 +273,14 @@ class WorkerSinkTask(WorkerTask):
             hdrs = batch.headers
             ts_type = _TS_TYPES.get(batch.timestamp_type, TimestampType.CREATE_TIME)
             if hdrs is None:
-                # converted by column; without transforms the records are not even made (see SinkRecordBatch)
-                converted = columns if chain is None else SinkRecordBatch()
+                # converted by column; without transforms the records are not even made (see SinkRecordBatch).
+                # Once a record went to ``out``, later batches follow it there: ``columns`` goes first.
+                converted = columns if chain is None and not out else SinkRecordBatch()
                 if self._convert_columns(batch, ts_type, converted):
                     if chain is not None:
-                        dropped += self._transform(batch, converted, out)
+                        dropped += self._transform(batch, converted, columns, out)
+                    elif converted is not columns:
+                        out += converted
                     continue
             for i, offset in enumerate(batch.offsets):
                 stage = Stage.HEADER_CONVERTER
@@ -310,10 +313,26 @@ class WorkerSinkTask(WorkerTask):
             return columns
         return [*columns, *out] if len(columns) else out
 
-    def _transform(self, batch: FetchedBatch, records: Sequence[SinkRecord], out: list[SinkRecord]) -> int:
-        """The transform chain over one batch's converted records, into ``out``; how many it dropped."""
+    def _transform(self, batch: FetchedBatch, records: SinkRecordBatch, columns: SinkRecordBatch,
+                   out: list[SinkRecord]) -> int:
+        """The transform chain over one batch's converted records, into ``columns`` (while the transforms
+        keep them columns) or ``out``; how many it dropped.
+
+        A ``batched`` chain first takes the batch whole; if a transform raises, it runs again record by
+        record, so that the failing record alone goes through the error handler.
+        """
         chain = self.chain
         assert chain is not None
+        try:
+            transformed = chain.apply_batch(records) if chain.batched else None
+        except Exception:  # found and handled record by record below
+            transformed = None
+        if transformed is not None:
+            if isinstance(transformed, SinkRecordBatch) and not out:
+                columns.extend(transformed)
+            else:
+                out += transformed
+            return len(records) - len(transformed)
         append = out.append
         dropped = 0
         for i, record in enumerate(records):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -50,6 +50,13 @@ class TransformationChain:
             else _gated(stage.transform.apply, stage.predicate.test, stage.negate)
             for stage in stages
         )
+        # Whole batches go through the chain only when every stage is a transform with its own apply_batch
+        # and no predicate: after a failure the batch is transformed again record by record, which only
+        # such a transform promises to bear. Any other chain runs record by record, each record once.
+        self.batched = bool(stages) and all(
+            stage.predicate is None and type(stage.transform).apply_batch is not Transformation.apply_batch
+            for stage in stages
+        )
 
     def apply(self, record: R) -> R | None:
         """The transformed record, or None when a transform dropped it.
@@ -69,6 +76,25 @@ class TransformationChain:
             self.failed_stage = self.stages[index]
             raise
         return current
+
+    def apply_batch(self, records: Sequence[R]) -> Sequence[R]:
+        """The transformed records of ``records``, in order, without the dropped ones.
+
+        Each stage takes the whole batch (``Transformation.apply_batch``). Called on the task's thread, and
+        only when ``batched``. Raises what a stage raised, with ``failed_stage`` set: the caller then runs
+        ``apply`` record by record over the same ``records``, so the failing record is found and handled
+        alone.
+        """
+        current: Any = records
+        for stage in self.stages:
+            try:
+                current = stage.transform.apply_batch(current)
+            except BaseException:
+                self.failed_stage = stage
+                raise
+            if not current:
+                break
+        return current  # type: ignore[no-any-return]
 
     def close(self) -> None:
         for stage in self.stages:

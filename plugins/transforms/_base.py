@@ -8,6 +8,7 @@ the side of the record is chosen once, by ``key_value_variants``.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from typing import Any, ClassVar, TypeVar
 
 from connect.api import ConfigDef, ConnectHeaders, ConnectRecord, Schema, Transformation
@@ -30,6 +31,12 @@ class BuiltinTransformation(Transformation[_R]):
 
     def config(self) -> ConfigDef:
         return self.CONFIG_DEF
+
+    def apply_batch(self, records: Sequence[_R]) -> Sequence[_R]:
+        # ``apply`` per record, as the SDK's default; overridden so that chains of built-in transforms are
+        # handed whole batches: a built-in keeps no state but caches, so a batch transformed twice (after a
+        # failure, to find the failing record) gives the same records
+        return super().apply_batch(records)
 
 
 class KeyOrValueTransformation(BuiltinTransformation[_R]):

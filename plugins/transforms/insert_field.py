@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from connect.api import (
@@ -18,6 +18,7 @@ from connect.api import (
     Timestamp,
 )
 from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from plugins.transforms._columns import schemaless_column, with_column
 from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     define_replace_null_with_default,
@@ -133,6 +134,25 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
         if self._operating_schema(record) is None:
             return self._apply_schemaless(record, value)
         return self._apply_with_schema(record, value)
+
+    def apply_batch(self, records: Sequence[ConnectRecord]) -> Sequence[ConnectRecord]:
+        # a static field into schemaless maps of a SinkRecordBatch: one pass over the column, no records made
+        column = schemaless_column(records, self._on_key) if self._static_only else None
+        if column is None:
+            return super().apply_batch(records)
+        name = self._static.name  # type: ignore[union-attr]
+        field = {name: self._static_value}
+        # ``v | field``: a copy with the field set (last), as ``apply`` makes it
+        updated = [v | field if type(v) is dict else self._static_into_other(v, name) for v in column]
+        return with_column(records, self._on_key, updated)  # type: ignore[arg-type]
+
+    def _static_into_other(self, value: Any, name: str) -> Any:
+        """As ``apply`` for a value other than a plain dict: None stays, a dict subclass is copied, else raise."""
+        if value is None:
+            return None
+        updated = dict(require_map(value, _PURPOSE))
+        updated[name] = self._static_value
+        return updated
 
     def _apply_schemaless(self, record: ConnectRecord, value: Any) -> ConnectRecord:
         if not isinstance(value, dict):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from connect.api import (
@@ -18,6 +18,7 @@ from connect.api import (
     Struct,
 )
 from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from plugins.transforms._columns import schemaless_column, with_column
 from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     define_replace_null_with_default,
@@ -140,6 +141,32 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         updated = Struct(plan.schema)
         copy_fields(struct, updated, plan.copies, self._replace_null_with_default)
         return self._new_record(record, plan.schema, updated)
+
+    def apply_batch(self, records: Sequence[ConnectRecord]) -> Sequence[ConnectRecord]:
+        # schemaless maps of a SinkRecordBatch: one loop over the column, no records made
+        column = schemaless_column(records, self._on_key)
+        if column is None:
+            return super().apply_batch(records)
+        updated: list[Any] = []
+        append = updated.append
+        if self._exclude_only:
+            exclude = tuple(self._exclude)
+            pop = dict.pop
+            for value in column:
+                if type(value) is not dict:
+                    if value is None:
+                        append(None)
+                        continue
+                    value = require_map(value, _PURPOSE)
+                copied = dict(value)
+                for name in exclude:
+                    pop(copied, name, None)
+                append(copied)
+        else:
+            replace = self._replace_in_map
+            for value in column:
+                append(None if value is None else replace(require_map(value, _PURPOSE)))
+        return with_column(records, self._on_key, updated)  # type: ignore[arg-type]
 
     def _replace_in_map(self, value: dict[str, Any]) -> dict[str, Any]:
         exclude, include, renames = self._exclude, self._include, self._renames

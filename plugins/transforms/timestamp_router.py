@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from connect.api import (
     ConfigDef,
@@ -12,6 +12,7 @@ from connect.api import (
     ConnectRecord,
     DataException,
     Importance,
+    SinkRecordBatch,
 )
 from plugins.transforms._base import BuiltinTransformation
 from plugins.transforms._config import parse_config
@@ -87,6 +88,38 @@ class TimestampRouter(BuiltinTransformation[ConnectRecord]):
             self._routes[key] = topic
         self._last_topic, self._last_unit, self._last_route = record.topic, unit, topic
         return record.new_record(topic=topic)
+
+    def apply_batch(self, records: Sequence[ConnectRecord]) -> Sequence[ConnectRecord]:
+        if not isinstance(records, SinkRecordBatch):
+            return super().apply_batch(records)
+        # a SinkRecordBatch: the topic column, from one route per distinct (topic, unit); no records made
+        maybe_stamps = records.timestamps
+        if None in maybe_stamps:  # apply, record by record, names the record
+            return super().apply_batch(records)
+        stamps = cast(list[int], maybe_stamps)
+        if not stamps:
+            return records
+        unit_ms = self._unit_ms
+        topics = records.topics
+        lowest = min(stamps)
+        unit = lowest // unit_ms if unit_ms else 0
+        if (not unit_ms or unit == max(stamps) // unit_ms) and topics.count(topics[0]) == len(topics):
+            # the common case, one topic and one unit (one day, say): one route for the whole batch
+            return records.with_columns(topics=[self._cached_route((topics[0], unit), lowest)] * len(topics))
+        keys = list(zip(topics, [t // unit_ms for t in stamps] if unit_ms else [0] * len(stamps),
+                        strict=True))
+        routes = {key: self._cached_route(key, stamp) for key, stamp in dict(zip(keys, stamps, strict=True)).items()}
+        return records.with_columns(topics=list(map(routes.__getitem__, keys)))
+
+    def _cached_route(self, key: tuple[str, int], timestamp: int) -> str:
+        """The routed topic of ``key`` (topic, unit), made from ``timestamp`` (one of that unit) if not cached."""
+        topic = self._routes.get(key)
+        if topic is None:
+            topic = self._route(key[0], timestamp)
+            if len(self._routes) >= self._CACHE_SIZE:
+                self._routes.clear()
+            self._routes[key] = topic
+        return topic
 
     def _route(self, original: str, timestamp: int) -> str:
         topic = self._topic_format

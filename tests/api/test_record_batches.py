@@ -72,3 +72,46 @@ def test_sink_batch_reads_as_stable_records() -> None:
 def test_sink_batch_refuses_columns_of_different_lengths() -> None:
     with pytest.raises(ValueError, match="t-0"):
         SinkRecordBatch().add("t", 0, [1, 2], [1, 2], TimestampType.CREATE_TIME, [OS], [None], [OS, OS], ["a", "b"])
+
+
+def _sink_batch() -> SinkRecordBatch:
+    batch = SinkRecordBatch()
+    batch.add("a", 0, [5, 6, 7], [10, 20, 30], TimestampType.CREATE_TIME, [None] * 3, ["k5", "k6", "k7"], [OS] * 3,
+              ["x", "y", "z"])
+    batch.add("b", 1, [0], [40], TimestampType.LOG_APPEND_TIME, [None], [None], [OS], ["w"])
+    return batch
+
+
+def test_sink_batch_columns_read_in_order_across_partitions() -> None:
+    batch = _sink_batch()
+    assert batch.topics == ["a", "a", "a", "b"]
+    assert batch.timestamps == [10, 20, 30, 40]
+    assert batch.key_schemas == [None] * 4 and batch.value_schemas == [OS] * 4
+    assert batch.keys == ["k5", "k6", "k7", None] and batch.values == ["x", "y", "z", "w"]
+
+
+def test_with_columns_is_new_record_per_record_and_splits_a_partition_where_its_topic_changes() -> None:
+    batch = _sink_batch()
+    changed = batch.with_columns(values=["X", "Y", "Z", "W"], value_schemas=[S] * 4,
+                                 topics=["a-1", "a-2", "a-2", "b-1"])
+    expected = [r.new_record(topic=t, value_schema=S, value=v)
+                for r, t, v in zip(batch, ["a-1", "a-2", "a-2", "b-1"], "XYZW", strict=True)]
+    assert isinstance(changed, SinkRecordBatch) and list(changed) == expected
+    assert [(r.original_topic, r.original_kafka_partition, r.original_kafka_offset) for r in changed] == \
+        [("a", 0, 5), ("a", 0, 6), ("a", 0, 7), ("b", 1, 0)]
+    assert [r.timestamp_type for r in changed][-1] is TimestampType.LOG_APPEND_TIME
+    assert repr(changed) == "SinkRecordBatch(4 records from a-1-0, a-2-0, b-1-1)"
+    assert batch.values == ["x", "y", "z", "w"] and batch.topics == ["a", "a", "a", "b"]  # the input is unchanged
+    assert list(batch.with_columns(keys=[1, 2, 3, 4])) == [r.new_record(key=k) for r, k in zip(batch, [1, 2, 3, 4],
+                                                                                                strict=True)]
+    with pytest.raises(ValueError, match="a column of 3 entries for a batch of 4 records"):
+        batch.with_columns(values=["only", "three", "values"])
+
+
+def test_extend_appends_the_other_batch_after_these_records() -> None:
+    batch = _sink_batch()
+    more = SinkRecordBatch()
+    more.add("c", 2, [9], [50], TimestampType.CREATE_TIME, [None], [None], [None], ["v"])
+    before = list(batch)
+    batch.extend(more)
+    assert len(batch) == 5 and list(batch) == [*before, *more]
