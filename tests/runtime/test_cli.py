@@ -7,7 +7,8 @@ import logging
 import pytest
 
 from connect.cli import distributed_main, headrace_main, standalone_main
-from connect.cli.standalone import StandaloneRuntime, _worker_id
+from connect.cli.standalone import StandaloneRuntime
+from connect.cli.worker_process import rest_worker_id as _worker_id
 from connect.runtime.herder import State
 from connect.runtime.worker_config import StandaloneConfig
 from tests.support import worker_properties, write_properties
