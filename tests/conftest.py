@@ -23,7 +23,7 @@ pytest_plugins = ["tests.fixtures_services"]
 TESTS = Path(__file__).resolve().parent
 
 # tests/<directory> -> marker of every test in it
-DIRECTORY_MARKERS = {"kafka": "kafka", "spark": "spark"}
+DIRECTORY_MARKERS = {"kafka": "kafka", "spark": "spark", "distributed": "kafka", "compat": "kafka"}
 # fixture -> marker of every test that uses it (directly or through another fixture)
 FIXTURE_MARKERS = {
     "kafka": "kafka",
