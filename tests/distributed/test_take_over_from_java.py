@@ -9,8 +9,6 @@ with every input line exactly once.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from connect.log import open_log_backend
