@@ -28,12 +28,14 @@ from connect.log.api import LogBackend, LogError, NewTopic, Producer
 from connect.runtime.config_encryption import ConfigEncryption
 from connect.runtime.herder import TargetState
 
-__all__ = ["ConfigSnapshot", "ConfigStoreOwnerError", "ConfigTopicStore", "ConfigWriteError", "RecordTooLargeError"]
+__all__ = ["CLUSTER_KEY", "ConfigSnapshot", "ConfigStoreOwnerError", "ConfigTopicStore", "ConfigWriteError", "RecordTooLargeError"]
 
 log = logging.getLogger(__name__)
 
 _TASK_KEY = re.compile(r"^task-(.+)-(\d+)$")
 OWNER_KEY = "standalone-worker"
+# Headrace's record of the distributed cluster whose config topic this is: {"group.id": ...}
+CLUSTER_KEY = "headrace-cluster"
 # Kafka's default max.message.bytes, and what a batch of one record adds to key and value
 _DEFAULT_MAX_MESSAGE_BYTES = 1048588
 _RECORD_OVERHEAD = 128
@@ -64,6 +66,7 @@ class ConfigSnapshot:
         self.task_configs: dict[str, list[dict[str, str]]] = {}
         self._pending_tasks: dict[str, dict[int, dict[str, str]]] = {}
         self.owner: dict[str, str] | None = None
+        self.cluster: str | None = None  # the group.id of the distributed cluster that claimed the topic
         self.offset = 0
 
     def apply(self, key: str, value: dict | None) -> None:
@@ -89,6 +92,8 @@ class ConfigSnapshot:
             self.task_configs[name] = [pending.get(i, {}) for i in range(count)]
         elif key == OWNER_KEY:
             self.owner = None if value is None else {str(k): str(v) for k, v in value.items()}
+        elif key == CLUSTER_KEY:
+            self.cluster = None if value is None else str(value.get("group.id", "")) or None
         elif (m := _TASK_KEY.match(key)) is not None and value is not None:
             self._pending_tasks.setdefault(m.group(1), {})[int(m.group(2))] = {
                 str(k): str(v) for k, v in value.get("properties", {}).items()
