@@ -85,7 +85,7 @@ class DistributedRuntime(WorkerProcess):
         self.herder = herder = DistributedHerder(
             worker, store, url, member_factory=lambda listener, state, refresh: _group_member(
                 config, url, listener, state, refresh),
-            key_ttl_ms=config.inter_worker_key_ttl_ms, sync_timeout_ms=config.worker_sync_timeout_ms)
+            group_id=config.group_id, key_ttl_ms=config.inter_worker_key_ttl_ms, sync_timeout_ms=config.worker_sync_timeout_ms)
         store.listener = herder
         self._start_rest(herder)
         herder.start()

@@ -70,7 +70,7 @@ class MemoryConfigStore:
                 listener.on_connector_config_update(name)  # type: ignore[attr-defined]
         elif key.startswith("target-state-"):
             listener.on_target_state_change(key[len("target-state-"):])  # type: ignore[attr-defined]
-        elif key.startswith("commit-"):
+        elif key.startswith("commit-") and listener is not None:
             listener.on_task_configs_update(key[len("commit-"):], ())  # type: ignore[attr-defined]
 
     def put_connector_config(self, name: str, config: Mapping[str, str], target: TargetState | None = None,
@@ -94,6 +94,11 @@ class MemoryConfigStore:
     def put_restart_request(self, name: str, include_tasks: bool, only_failed: bool) -> None:
         self.records.append((f"restart-connector-{name}", {"include-tasks": include_tasks}))
         self.listener.on_restart_request(name, include_tasks, only_failed)  # type: ignore[attr-defined]
+
+    topic = "connect-configs"
+
+    def put_cluster(self, group_id: str) -> None:
+        self._append("headrace-cluster", {"group.id": group_id})
 
     def put_session_key(self, key: SessionKey) -> None:
         self.records.append(("session-key", key.created_ms))

@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 import httpx
 
+from connect.api.errors import ConnectException
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import LogError
 from connect.runtime.abstract_herder import AbstractHerder
@@ -100,13 +101,14 @@ class DistributedHerder(AbstractHerder):
     makes the WorkerGroupMember (tests give their own)."""
 
     def __init__(self, worker: Worker, config_store: Any, rest_url: str, *,
-                 member_factory: Callable[..., Any], key_ttl_ms: int = 3_600_000,
+                 member_factory: Callable[..., Any], group_id: str = "connect-cluster", key_ttl_ms: int = 3_600_000,
                  sync_timeout_ms: int = 3000, clock: Clock = SYSTEM_CLOCK,
                  http: httpx.Client | None = None) -> None:
         super().__init__(worker.worker_id, worker.plugins, worker.status, worker.config)
         self.worker = worker
         self.store = config_store
         self.rest_url = rest_url.rstrip("/")
+        self.group_id = group_id
         self.clock = clock
         self._key_ttl_ms = key_ttl_ms
         self._sync_timeout_s = sync_timeout_ms / 1000
@@ -138,6 +140,12 @@ class DistributedHerder(AbstractHerder):
     def start(self) -> None:
         self.store.start()
         self._snapshot = self.store.snapshot()
+        claimed = self._snapshot.cluster
+        if claimed is not None and claimed != self.group_id:
+            raise ConnectException(
+                f"Config topic '{self.store.topic}' belongs to the Connect cluster with group.id '{claimed}', not to "
+                f"this worker's group.id '{self.group_id}': give each cluster its own config.storage.topic, "
+                "offset.storage.topic and status.storage.topic")
         self._member = self._member_factory(self, self._config_state, self._refresh_config)
         self._thread.start()
 
@@ -331,6 +339,7 @@ class DistributedHerder(AbstractHerder):
         self._reconfigure_connectors()
         if self.is_leader:
             self._maybe_rotate_session_key()
+            self._maybe_claim_topics()
 
     def _run_requests(self) -> None:
         while not self._requests.empty():
@@ -499,6 +508,16 @@ class DistributedHerder(AbstractHerder):
                                    content=body, headers=headers)
         if response.status_code >= 300:
             raise HerderError(f"the leader at {leader} answered {response.status_code}: {response.text[:200]}")
+
+    def _maybe_claim_topics(self) -> None:
+        if self.store.snapshot().cluster is not None:
+            return
+        try:
+            self.store.put_cluster(self.group_id)
+        except (LogError, OSError) as exc:
+            log.warning("Could not record this cluster's group.id in the config topic: %s", exc)
+            return
+        log.info("Config topic '%s' now belongs to Connect cluster '%s'", self.store.topic, self.group_id)
 
     def _maybe_rotate_session_key(self) -> None:
         now_ms = int(time.time() * 1000)
