@@ -3,6 +3,7 @@ config store, driven tick by tick on the test's thread (no group, no Kafka, mill
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -49,7 +50,7 @@ class MemoryConfigStore:
         pass
 
     def snapshot(self) -> ConfigSnapshot:
-        return self._snapshot
+        return copy.deepcopy(self._snapshot)  # as the real store: a copy the herder reads without locks
 
     def refresh(self, min_offset: int, timeout: float) -> int:
         return self._snapshot.offset
