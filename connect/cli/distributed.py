@@ -86,7 +86,7 @@ class DistributedRuntime(WorkerProcess):
             worker, store, url, member_factory=lambda listener, state, refresh: _group_member(
                 config, url, listener, state, refresh),
             group_id=config.group_id, key_ttl_ms=config.inter_worker_key_ttl_ms, sync_timeout_ms=config.worker_sync_timeout_ms)
-        store.listener = herder
+        store.listener = herder.cluster
         self._start_rest(herder)
         herder.start()
         log.info("Worker %s (REST %s) joining Connect cluster '%s'", worker_id, url, config.group_id)

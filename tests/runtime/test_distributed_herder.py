@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from connect.runtime.config_store import ConfigSnapshot
+from connect.runtime.distributed.cluster_work import ClusterWork
 from connect.runtime.distributed.herder import DistributedHerder
 from connect.runtime.distributed.protocol import CONFIG_MISMATCH, NO_ERROR, Assignment
 from connect.runtime.distributed.session_key import SessionKey
@@ -107,7 +108,7 @@ class MemoryConfigStore:
 
 
 class FakeMember:
-    def __init__(self, listener: DistributedHerder) -> None:
+    def __init__(self, listener: ClusterWork) -> None:
         self.listener = listener
         self.member_id = ME
         self.protocol_version = 2
@@ -149,19 +150,20 @@ def cluster():
         return members[-1]
 
     herder = DistributedHerder(worker, store, MY_URL, member_factory=member_factory, clock=clock)
-    store.listener = herder
+    store.listener = herder.cluster
     herder.store.start()
-    herder._snapshot = store.snapshot()
-    herder._member = member_factory(herder, herder._config_state, herder._refresh_config)
+    cluster = herder.cluster
+    cluster._snapshot = store.snapshot()
+    cluster._member = member_factory(cluster, cluster._config_state, cluster._refresh_config)
     yield herder, store, members[0], clock
-    herder._work.stop_all()
+    herder.cluster.work.stop_all()
     worker.stop()
 
 
 def _lead(member: FakeMember, herder: DistributedHerder, generation: int = 1, leader: str = ME, **items) -> None:
     url = MY_URL if leader == ME else OTHER_URL
     member.pending.append((Assignment(NO_ERROR, leader, url, herder.store.snapshot().offset, **items), generation))
-    herder._tick()
+    herder.cluster._tick()
 
 
 def test_requests_during_the_first_rebalance_get_409_with_kafka_connects_message(cluster):
@@ -184,7 +186,7 @@ def test_the_leader_stores_a_connector_and_a_rebalance_is_asked_for(cluster):
     created, info = herder.put_connector_config("src", SOURCE, allow_replace=False)
     assert created and info.tasks == ()
     assert ("connector-src", {"properties": {**SOURCE, "name": "src"}}) in store.records
-    herder._tick()
+    herder.cluster._tick()
     assert any("src was created" in r for r in member.rejoins)
 
 
@@ -193,14 +195,14 @@ def test_an_assigned_connector_starts_and_its_task_configs_are_written_by_the_le
     _lead(member, herder)
     herder.put_connector_config("src", SOURCE, allow_replace=False)
     _lead(member, herder, generation=2, connectors=("src",))
-    herder._tick()
+    herder.cluster._tick()
     assert [k for k, _ in store.records if k.startswith(("task-", "commit-"))] == [
         "task-src-0", "task-src-1", "commit-src"]
     tasks = (ConnectorTaskId("src", 0), ConnectorTaskId("src", 1))
     _lead(member, herder, generation=3, tasks=tasks)
     for t in tasks:
         herder.status.await_task(t, State.RUNNING)
-    assert herder._work.tasks == frozenset(tasks)
+    assert herder.cluster.work.tasks == frozenset(tasks)
 
 
 def test_revoked_work_stops_and_the_worker_rejoins_at_once(cluster):
@@ -208,13 +210,13 @@ def test_revoked_work_stops_and_the_worker_rejoins_at_once(cluster):
     _lead(member, herder)
     herder.put_connector_config("src", SOURCE, allow_replace=False)
     _lead(member, herder, generation=2, connectors=("src",))
-    herder._tick()
+    herder.cluster._tick()
     t0, t1 = ConnectorTaskId("src", 0), ConnectorTaskId("src", 1)
     _lead(member, herder, generation=3, tasks=(t0, t1))
     herder.status.await_task(t1, State.RUNNING)
     member.rejoins.clear()
     _lead(member, herder, generation=4, revoked_tasks=(t1,))
-    assert herder._work.tasks == frozenset({t0})
+    assert herder.cluster.work.tasks == frozenset({t0})
     assert t1 not in herder.worker.task_ids("src")
     assert member.rejoins == ["revoked work must be reassigned"]
 
@@ -222,7 +224,7 @@ def test_revoked_work_stops_and_the_worker_rejoins_at_once(cluster):
 def test_a_config_mismatch_rejoins_without_starting_anything(cluster):
     herder, _, member, _ = cluster
     member.pending.append((Assignment(CONFIG_MISMATCH, ME, MY_URL, 99), 1))
-    herder._tick()
+    herder.cluster._tick()
     assert member.rejoins == ["config topic behind the leader"]
     with pytest.raises(ConflictError):
         herder.put_connector_config("x", SOURCE, allow_replace=False)
@@ -231,10 +233,10 @@ def test_a_config_mismatch_rejoins_without_starting_anything(cluster):
 def test_a_scheduled_delay_rejoins_when_it_is_over(cluster):
     herder, _, member, clock = cluster
     member.pending.append((Assignment(NO_ERROR, ME, MY_URL, 0, delay_ms=3000), 1))
-    herder._tick()
+    herder.cluster._tick()
     assert member.rejoins == []
     clock.advance(3.1)
-    herder._tick()
+    herder.cluster._tick()
     assert member.rejoins == ["the scheduled rebalance delay is over"]
 
 
@@ -243,13 +245,13 @@ def test_stop_writes_stopped_and_empty_task_configs_and_the_owner_stops_its_task
     _lead(member, herder)
     herder.put_connector_config("src", SOURCE, allow_replace=False)
     _lead(member, herder, generation=2, connectors=("src",))
-    herder._tick()
+    herder.cluster._tick()
     t0, t1 = ConnectorTaskId("src", 0), ConnectorTaskId("src", 1)
     _lead(member, herder, generation=3, tasks=(t0, t1))
     herder.status.await_task(t0, State.RUNNING)
     herder.stop_connector("src")
     assert store.records[-2:] == [("target-state-src", {"state.v2": "STOPPED"}), ("commit-src", {"tasks": 0})]
-    herder._tick()
+    herder.cluster._tick()
     assert herder.worker.task_ids("src") == []
     assert herder.status.connector("src").state is State.STOPPED
 
@@ -257,8 +259,8 @@ def test_stop_writes_stopped_and_empty_task_configs_and_the_owner_stops_its_task
 def test_task_configs_from_another_worker_need_the_session_key_signature(cluster):
     herder, store, member, _ = cluster
     _lead(member, herder)
-    herder._tick()  # the leader writes the first session key
-    key = herder._session_key
+    herder.cluster._tick()  # the leader writes the first session key
+    key = herder.cluster.session_key
     assert key is not None and "session-key" in [k for k, _ in store.records]
     assert ("headrace-cluster", {"group.id": "connect-cluster"}) in store.records
     herder.put_connector_config("src", SOURCE, allow_replace=False)
@@ -296,11 +298,11 @@ def test_a_deleted_connector_stops_on_its_worker(cluster):
     _lead(member, herder)
     herder.put_connector_config("src", SOURCE, allow_replace=False)
     _lead(member, herder, generation=2, connectors=("src",))
-    herder._tick()
+    herder.cluster._tick()
     t0 = ConnectorTaskId("src", 0)
     _lead(member, herder, generation=3, tasks=(t0,))
     herder.status.await_task(t0, State.RUNNING)
     herder.delete_connector("src")
-    herder._tick()
+    herder.cluster._tick()
     assert herder.worker.task_ids("src") == [] and not herder.worker.is_connector_running("src")
-    assert herder._work.connectors == frozenset()
+    assert herder.cluster.work.connectors == frozenset()

@@ -10,27 +10,16 @@ worker answers status requests for the whole cluster.
 
 from __future__ import annotations
 
-import json
 import logging
-import queue
-import threading
-import time
-from collections.abc import Callable, Collection, Mapping
-from concurrent.futures import Future
-from typing import Any, TypeVar
-from urllib.parse import quote
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import httpx
 
-from connect.api.errors import ConnectException
-from connect.api.topic_partition import TopicPartition
-from connect.log.api import LogError
 from connect.runtime.abstract_herder import AbstractHerder
 from connect.runtime.clock import SYSTEM_CLOCK, Clock
-from connect.runtime.config_store import ConfigSnapshot, ConfigWriteError, RecordTooLargeError
-from connect.runtime.distributed.assigned_work import AssignedWork
-from connect.runtime.distributed.protocol import NO_ERROR, Assignment
-from connect.runtime.distributed.session_key import SessionKey
+from connect.runtime.config_store import ConfigSnapshot
+from connect.runtime.distributed.cluster_work import ClusterWork, stored
 from connect.runtime.herder import (
     NO_LEADER_MESSAGE,
     AlreadyExistsError,
@@ -42,16 +31,21 @@ from connect.runtime.herder import (
     ConnectorStateInfo,
     ConnectorTaskId,
     ConnectorType,
-    HerderError,
     InternalRequestSignature,
     NotFoundError,
     NotLeaderError,
-    PayloadTooLargeError,
     ServiceUnavailableError,
     State,
     TargetState,
     TaskInfo,
     TaskState,
+)
+from connect.runtime.offset_admin import (
+    STOPPED_REQUIRED,
+    alter_sink_offsets,
+    check_source_offsets,
+    reset_sink_offsets,
+    sink_offsets,
 )
 from connect.runtime.worker import Worker
 
@@ -59,41 +53,10 @@ __all__ = ["DistributedHerder"]
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
-STOPPED_REQUIRED = (
-    "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the "
-    "specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
-)
 _MAX_TICK_S = 1.0
 _RECONFIGURE_BACKOFF_S = (0.25, 10.0)
 _REQUEST_TIMEOUT_S = 60.0
-
-
-class _PendingUpdates:
-    """What the config topic's reader thread saw, waiting for the tick thread to apply it."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.connectors: set[str] = set()
-        self.task_configs: set[str] = set()
-        self.targets: set[str] = set()
-        self.restarts: dict[str, tuple[bool, bool]] = {}
-        self.reconfigure: set[str] = set()
-        self.rebalance_reason: str | None = None
-
-    def take(self) -> tuple[set[str], set[str], set[str], dict[str, tuple[bool, bool]], set[str], str | None]:
-        with self.lock:
-            out = (self.connectors, self.task_configs, self.targets, self.restarts, self.reconfigure,
-                   self.rebalance_reason)
-            self.connectors, self.task_configs, self.targets = set(), set(), set()
-            self.restarts, self.reconfigure, self.rebalance_reason = {}, set(), None
-        return out
-
-    def any(self) -> bool:
-        with self.lock:
-            return bool(self.connectors or self.task_configs or self.targets or self.restarts or self.reconfigure
-                        or self.rebalance_reason)
 
 
 class DistributedHerder(AbstractHerder):
@@ -108,59 +71,23 @@ class DistributedHerder(AbstractHerder):
         self.worker = worker
         self.store = config_store
         self.rest_url = rest_url.rstrip("/")
-        self.group_id = group_id
-        self.clock = clock
-        self._key_ttl_ms = key_ttl_ms
-        self._sync_timeout_s = sync_timeout_ms / 1000
-        self._http = http or httpx.Client(timeout=_REQUEST_TIMEOUT_S)
-        self._member_factory = member_factory
-        self._member: Any = None
-        self._work = AssignedWork(worker, self._request_reconfiguration, self._refresh_offsets)
-        self._pending = _PendingUpdates()
-        self._requests: queue.SimpleQueue[tuple[Callable[[], Any], Future]] = queue.SimpleQueue()
-        self._stopping = threading.Event()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="DistributedHerder", daemon=True)
-        # set by the tick thread, read by REST threads (single assignments of immutable values)
-        self._rebalancing = True
-        self._leader_id: str | None = None
-        self._leader_url: str | None = None
-        self._generation = -1
-        self._session_key: SessionKey | None = None
-        self._assigned_connectors: frozenset[str] = frozenset()
-        self._assigned_tasks: frozenset[ConnectorTaskId] = frozenset()
-        self._snapshot: ConfigSnapshot = ConfigSnapshot()
-        self._rejoin_at: float | None = None
-        self._reconfigure: dict[str, float] = {}  # connector -> when to (re)try computing its task configs
-        self._reconfigure_delay: dict[str, float] = {}
+        self.cluster = ClusterWork(worker, config_store, rest_url, member_factory=member_factory,
+                                   secret_keys=self._task_secret_keys, group_id=group_id, key_ttl_ms=key_ttl_ms,
+                                   sync_timeout_ms=sync_timeout_ms, clock=clock, http=http)
         self._cluster_id: str | None = None
-        self.rebalances = 0  # completed rebalances this worker took part in (tests and metrics read it)
 
     # --- lifecycle ------------------------------------------------------------------------------------------
     def start(self) -> None:
         self.store.start()
-        self._snapshot = self.store.snapshot()
-        claimed = self._snapshot.cluster
-        if claimed is not None and claimed != self.group_id:
-            raise ConnectException(
-                f"Config topic '{self.store.topic}' belongs to the Connect cluster with group.id '{claimed}', not to "
-                f"this worker's group.id '{self.group_id}': give each cluster its own config.storage.topic, "
-                "offset.storage.topic and status.storage.topic")
-        self._member = self._member_factory(self, self._config_state, self._refresh_config)
-        self._thread.start()
+        self.cluster.start()
 
     def stop(self) -> None:
-        self._stopping.set()
-        if self._member is not None:
-            self._member.wakeup()
-        if self._thread.is_alive():
-            self._thread.join(60.0)
+        self.cluster.stop()
         self.worker.stop()
         self.store.stop()
-        self._http.close()
 
     def is_ready(self) -> bool:
-        return self._ready.is_set()
+        return self.cluster.ready
 
     def health_problem(self) -> str | None:
         return None
@@ -170,317 +97,6 @@ class DistributedHerder(AbstractHerder):
             self._cluster_id = self.worker.admin.cluster_id()
         return self._cluster_id
 
-    @property
-    def is_leader(self) -> bool:
-        member = self._member
-        return member is not None and self._leader_id is not None and self._leader_id == member.member_id
-
-    @property
-    def generation(self) -> int:
-        return self._generation
-
-    # --- the coordinator's view of the config topic --------------------------------------------------
-    def _config_state(self) -> tuple[int, Mapping[str, int]]:
-        snapshot = self.store.snapshot()
-        return snapshot.offset, {name: len(snapshot.task_configs.get(name, [])) for name in snapshot.connectors}
-
-    def _refresh_config(self, min_offset: int, timeout_s: float) -> int:
-        return int(self.store.refresh(min_offset, timeout_s))
-
-    def _refresh_offsets(self) -> None:
-        refresh = getattr(self.worker.offset_store, "refresh", None)
-        if refresh is not None:
-            refresh(self._sync_timeout_s * 10)
-
-    # --- the config topic's listener (its reader thread) ---------------------------------------------
-    def _wake(self) -> None:
-        if self._member is not None:
-            self._member.wakeup()
-
-    def on_connector_config_update(self, name: str) -> None:
-        with self._pending.lock:
-            self._pending.connectors.add(name)
-            if name not in self._snapshot.connectors:
-                self._pending.rebalance_reason = f"connector {name} was created"
-        self._wake()
-
-    def on_connector_config_remove(self, name: str) -> None:
-        with self._pending.lock:
-            self._pending.connectors.add(name)
-            self._pending.rebalance_reason = f"connector {name} was deleted"
-        self._wake()
-
-    def on_task_configs_update(self, connector: str, task_ids: Collection[ConnectorTaskId] = ()) -> None:
-        with self._pending.lock:
-            self._pending.task_configs.add(connector)
-            self._pending.rebalance_reason = f"the task configs of connector {connector} changed"
-        self._wake()
-
-    def on_target_state_change(self, name: str) -> None:
-        with self._pending.lock:
-            self._pending.targets.add(name)
-        self._wake()
-
-    def on_session_key_update(self, key: Any) -> None:
-        self._session_key = key if isinstance(key, SessionKey) else SessionKey(key.key, key.algorithm,
-                                                                                key.created_ms)
-        log.info("Session key updated (created at %d)", self._session_key.created_ms)
-
-    def on_restart_request(self, name: str, include_tasks: bool, only_failed: bool) -> None:
-        with self._pending.lock:
-            self._pending.restarts[name] = (include_tasks, only_failed)
-        self._wake()
-
-    def on_logger_level(self, namespace: str, level: str) -> None:
-        logging.getLogger(namespace or None).setLevel(level)
-
-    def _request_reconfiguration(self, name: str) -> None:
-        """A running connector asked for new task configs (from its own thread)."""
-        with self._pending.lock:
-            self._pending.reconfigure.add(name)
-        self._wake()
-
-    # --- the group's callbacks (the tick thread, inside member.poll) ----------------------------------
-    def on_assigned(self, assignment: Assignment, generation: int) -> None:
-        self._handle_assignment(assignment, generation)
-
-    def on_revoked(self, leader: str, connectors: Collection[str], tasks: Collection[ConnectorTaskId]) -> None:
-        # eager protocol: everything stops before the group re-forms
-        self._rebalancing = True
-        self._work.stop(connectors, tasks)
-        self._assigned_connectors = self._assigned_connectors - set(connectors)
-        self._assigned_tasks = self._assigned_tasks - set(tasks)
-
-    def _handle_assignment(self, a: Assignment, generation: int) -> None:
-        self._generation = generation
-        set_generation = getattr(self.status, "set_generation", None)
-        if set_generation is not None:
-            set_generation(generation)
-        if a.error != NO_ERROR:
-            log.info("The leader's config topic view (offset %d) is ahead of ours; reading it and rejoining",
-                     a.config_offset)
-            self.store.refresh(a.config_offset, self._sync_timeout_s)
-            self._rebalancing = True
-            self._member.request_rejoin("config topic behind the leader")
-            return
-        self._leader_id, self._leader_url = a.leader, a.leader_url
-        self.rebalances += 1
-        if a.revoked_connectors or a.revoked_tasks:
-            log.info("Revoked by the leader: connectors %s, tasks %s", sorted(a.revoked_connectors),
-                     [str(t) for t in sorted(a.revoked_tasks)])
-            self._work.stop(a.revoked_connectors, a.revoked_tasks)
-        self._assigned_connectors = (self._assigned_connectors - set(a.revoked_connectors)) | set(a.connectors)
-        self._assigned_tasks = (self._assigned_tasks - set(a.revoked_tasks)) | set(a.tasks)
-        if self.store.snapshot().offset < a.config_offset:
-            reached = self.store.refresh(a.config_offset, self._sync_timeout_s)
-            if reached < a.config_offset:
-                log.warning("Could not read the config topic to offset %d within %.1f s; rejoining",
-                            a.config_offset, self._sync_timeout_s)
-                self._rebalancing = True
-                self._member.request_rejoin("config topic not read to the assignment's offset")
-                return
-        self._snapshot = self.store.snapshot()
-        self._start_assigned_work()
-        if a.revoked_connectors or a.revoked_tasks:
-            self._member.request_rejoin("revoked work must be reassigned")
-        self._rejoin_at = self.clock.monotonic() + a.delay_ms / 1000 if a.delay_ms > 0 else None
-        self._rebalancing = False
-        self._ready.set()
-        log.info("Rebalance done (generation %d, leader %s at %s%s): this worker runs %d connector(s) and %d "
-                 "task(s)", generation, a.leader, a.leader_url, ", this worker is the leader" if self.is_leader
-                 else "", len(self._assigned_connectors), len(self._assigned_tasks))
-
-    def _start_assigned_work(self) -> None:
-        """Start what the group assigned and this worker does not run yet (also what an earlier assignment
-        could not start because the config topic was behind)."""
-        connectors = self._assigned_connectors - self._work.connectors
-        tasks = self._assigned_tasks - self._work.tasks
-        now = self.clock.monotonic()
-        for name in self._work.start(connectors, tasks, self._snapshot):
-            self._reconfigure.setdefault(name, now)
-
-    # --- the tick thread ---------------------------------------------------------------------------------------
-    def _run(self) -> None:
-        log.info("Distributed herder started (worker %s, REST %s)", self.worker_id, self.rest_url)
-        try:
-            while not self._stopping.is_set():
-                try:
-                    self._tick()
-                except Exception:  # one bad tick must not end the worker's membership
-                    log.exception("Error in the distributed herder's tick; continuing")
-                    self._stopping.wait(1.0)
-        finally:
-            self._work.stop_all()
-            if self._member is not None:
-                self._member.close()
-            while not self._requests.empty():
-                _, future = self._requests.get_nowait()
-                future.set_exception(ConflictError("The worker is shutting down"))
-            log.info("Distributed herder stopped")
-
-    def _poll_timeout_ms(self) -> int:
-        if self._pending.any() or not self._requests.empty():
-            return 0
-        now = self.clock.monotonic()
-        deadlines = [now + _MAX_TICK_S, *self._reconfigure.values()]
-        if self._rejoin_at is not None:
-            deadlines.append(self._rejoin_at)
-        return max(0, int((min(deadlines) - now) * 1000))
-
-    def _tick(self) -> None:
-        self._member.poll(self._poll_timeout_ms())
-        if self._rejoin_at is not None and self.clock.monotonic() >= self._rejoin_at:
-            self._rejoin_at = None
-            self._member.request_rejoin("the scheduled rebalance delay is over")
-        self._run_requests()
-        if self._rebalancing:
-            return
-        self._apply_config_updates()
-        self._reconfigure_connectors()
-        if self.is_leader:
-            self._maybe_rotate_session_key()
-            self._maybe_claim_topics()
-
-    def _run_requests(self) -> None:
-        while not self._requests.empty():
-            fn, future = self._requests.get_nowait()
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn())
-                except BaseException as exc:  # handed to the waiting REST thread
-                    future.set_exception(exc)
-
-    def _on_tick_thread(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` on the tick thread (where all starting and stopping happens) and wait for its result."""
-        if threading.current_thread() is self._thread:
-            return fn()
-        future: Future[T] = Future()
-        self._requests.put((fn, future))
-        self._wake()
-        return future.result(_REQUEST_TIMEOUT_S)
-
-    def _apply_config_updates(self) -> None:
-        connectors, task_configs, targets, restarts, reconfigure, rebalance = self._pending.take()
-        if not (connectors or task_configs or targets or restarts or reconfigure or rebalance):
-            return
-        old, new = self._snapshot, self.store.snapshot()
-        self._snapshot = new
-        now = self.clock.monotonic()
-        for name in sorted(connectors):
-            if name not in new.connectors:
-                self._connector_deleted(name)
-            elif self._work.owns_connector(name) and old.connectors.get(name) != new.connectors.get(name):
-                log.info("[%s] Connector config changed; restarting the connector", name)
-                if self._work.restart_connector(name, new):
-                    self._reconfigure[name] = now
-        for name in sorted(targets - set(connectors)):
-            self._target_state_changed(name, old, new)
-        for name in sorted(task_configs):
-            self._task_configs_changed(name, old, new)
-        for name, (include_tasks, only_failed) in sorted(restarts.items()):
-            self._restart(name, include_tasks, only_failed, new)
-        for name in reconfigure:
-            self._reconfigure.setdefault(name, now)
-        if rebalance:
-            self._member.request_rejoin(rebalance)
-
-    def _connector_deleted(self, name: str) -> None:
-        tasks = self._work.tasks_of(name)
-        owned = self._work.owns_connector(name)
-        if owned or tasks:
-            log.info("[%s] Connector deleted; stopping it and %d task(s) here", name, len(tasks))
-            self._work.stop([name] if owned else [], tasks)
-        if owned:
-            self.status.remove_connector(name)
-        self._reconfigure.pop(name, None)
-
-    def _target_state_changed(self, name: str, old: ConfigSnapshot, new: ConfigSnapshot) -> None:
-        if name not in new.connectors:
-            return
-        target, was = new.target_state(name), old.target_state(name)
-        tasks = self._work.tasks_of(name)
-        if target is TargetState.STOPPED:
-            if tasks:
-                self._work.stop([], tasks)
-                for task in tasks:
-                    self.status.remove_task(task)
-            self.worker.set_connector_target_state(name, target)
-            return
-        if was is TargetState.STOPPED and self._work.owns_connector(name):
-            if self._work.restart_connector(name, new):
-                self._reconfigure[name] = self.clock.monotonic()
-            return
-        self.worker.set_connector_target_state(name, target)
-        log.info("[%s] Target state now %s", name, target.value)
-
-    def _task_configs_changed(self, name: str, old: ConfigSnapshot, new: ConfigSnapshot) -> None:
-        before, after = old.task_configs.get(name, []), new.task_configs.get(name, [])
-        gone, changed = [], []
-        for task in self._work.tasks_of(name):
-            if task.task >= len(after):
-                gone.append(task)
-            elif task.task >= len(before) or before[task.task] != after[task.task]:
-                changed.append(task)
-        if gone:
-            self._work.stop([], gone)
-        if changed:
-            log.info("[%s] Task configs changed; restarting %s", name, ", ".join(map(str, changed)))
-            self._work.restart_tasks(changed, new)
-
-    def _restart(self, name: str, include_tasks: bool, only_failed: bool, snapshot: ConfigSnapshot) -> None:
-        if name not in snapshot.connectors:
-            return
-        status = self.status.connector(name)
-        if self._work.owns_connector(name) and (not only_failed or (status and status.state is State.FAILED)):
-            log.info("[%s] Restarting connector on request", name)
-            if self._work.restart_connector(name, snapshot):
-                self._reconfigure[name] = self.clock.monotonic()
-        if include_tasks:
-            tasks = [t for t in self._work.tasks_of(name)
-                     if not only_failed or ((s := self.status.task(t)) is not None and s.state is State.FAILED)]
-            if tasks:
-                log.info("[%s] Restarting task(s) %s on request", name, ", ".join(map(str, tasks)))
-                self._work.restart_tasks(tasks, snapshot)
-
-    # --- task configs: computed where the connector runs, stored by the leader ------------------------------
-    def _reconfigure_connectors(self) -> None:
-        now = self.clock.monotonic()
-        for name, due in sorted(self._reconfigure.items()):
-            if due > now:
-                continue
-            snapshot = self.store.snapshot()
-            config = snapshot.connectors.get(name)
-            if (config is None or not self._work.owns_connector(name)
-                    or snapshot.target_state(name) is TargetState.STOPPED):
-                self._reconfigure.pop(name, None)
-                continue
-            try:
-                configs = self.worker.config_transformer.reverse(config, self.worker.connector_task_configs(name))
-            except Exception as exc:  # the connector's task_configs() broke: it is FAILED
-                self.worker.fail_connector(name, exc)
-                self._reconfigure.pop(name, None)
-                continue
-            if name in snapshot.task_configs and configs == snapshot.task_configs[name]:
-                self._reconfigure.pop(name, None)
-                self._reconfigure_delay.pop(name, None)
-                continue
-            try:
-                if self.is_leader:
-                    self._store_task_configs(name, configs)
-                else:
-                    self._send_task_configs(name, configs)
-            except (HerderError, httpx.HTTPError) as exc:
-                delay = min(self._reconfigure_delay.get(name, _RECONFIGURE_BACKOFF_S[0] / 2) * 2,
-                            _RECONFIGURE_BACKOFF_S[1])
-                self._reconfigure_delay[name] = delay
-                self._reconfigure[name] = now + delay
-                log.warning("[%s] Could not store new task configs (%s); retrying in %.2f s", name,
-                            getattr(exc, "message", exc), delay)
-                continue
-            log.info("[%s] %d task config(s) written", name, len(configs))
-            self._reconfigure.pop(name, None)
-            self._reconfigure_delay.pop(name, None)
-
     def _task_secret_keys(self, config: Mapping[str, str], task_configs: list[dict[str, str]]) -> set[str]:
         keys = set(self.password_keys(config))
         secrets = {config[k] for k in keys if config.get(k)}
@@ -488,57 +104,12 @@ class DistributedHerder(AbstractHerder):
             keys.update(k for k, v in task_config.items() if v in secrets)
         return keys
 
-    def _store_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
-        config = self.store.snapshot().connectors.get(name)
-        if config is None:
-            raise NotFoundError(f"Connector {name} not found")
-        with _stored(f"Task configs of connector {name}"):
-            self.store.put_task_configs(name, configs, self._task_secret_keys(config, configs))
-
-    def _send_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
-        leader = self._leader_url
-        if leader is None:
-            raise ConflictError(NO_LEADER_MESSAGE)
-        body = json.dumps(configs).encode("utf-8")
-        headers = {"Content-Type": "application/json"}
-        key = self._session_key
-        if key is not None:
-            headers.update(key.sign(body))
-        response = self._http.post(f"{leader}/connectors/{quote(name, safe='')}/tasks?forward=true",
-                                   content=body, headers=headers)
-        if response.status_code >= 300:
-            raise HerderError(f"the leader at {leader} answered {response.status_code}: {response.text[:200]}")
-
-    def _maybe_claim_topics(self) -> None:
-        if self.store.snapshot().cluster is not None:
-            return
-        try:
-            self.store.put_cluster(self.group_id)
-        except (LogError, OSError) as exc:
-            log.warning("Could not record this cluster's group.id in the config topic: %s", exc)
-            return
-        log.info("Config topic '%s' now belongs to Connect cluster '%s'", self.store.topic, self.group_id)
-
-    def _maybe_rotate_session_key(self) -> None:
-        now_ms = int(time.time() * 1000)
-        key = self._session_key
-        if key is not None and not key.expired(now_ms, self._key_ttl_ms):
-            return
-        new = SessionKey.generate(now_ms)
-        try:
-            self.store.put_session_key(new)
-        except (LogError, OSError) as exc:
-            log.warning("Could not write a new session key: %s", exc)
-            return
-        self._session_key = new
-        log.info("Wrote a new session key (valid %d ms)", self._key_ttl_ms)
-
     # --- where a request must run --------------------------------------------------------------------------------
     def _require_leader(self) -> None:
-        if self._rebalancing or self._leader_url is None:
+        if self.cluster.rebalancing or self.cluster.leader_url is None:
             raise ConflictError(NO_LEADER_MESSAGE)
-        if not self.is_leader:
-            raise NotLeaderError("This worker is not the leader; the request goes to the leader", self._leader_url)
+        if not self.cluster.is_leader:
+            raise NotLeaderError("This worker is not the leader; the request goes to the leader", self.cluster.leader_url)
 
     def _config(self, name: str) -> dict[str, str]:
         config = self.store.snapshot().connectors.get(name)
@@ -575,7 +146,7 @@ class DistributedHerder(AbstractHerder):
             raise BadRequestError(f"Connector name configuration ({config.get('name')}) doesn't match connector "
                                   f"name in the URL ({name})")
         self.validate_or_raise(config)
-        with _stored(f"Connector {name}'s config"):
+        with stored(f"Connector {name}'s config"):
             self.store.put_connector_config(name, config, None if existing is not None else (
                 initial_state or TargetState.STARTED), self.password_keys(config))
         log.info("[%s] Connector config %s", name, "updated" if existing is not None else "created")
@@ -594,7 +165,7 @@ class DistributedHerder(AbstractHerder):
     def delete_connector(self, name: str) -> None:
         self._require_leader()
         self._config(name)
-        with _stored(f"Deletion of connector {name}"):
+        with stored(f"Deletion of connector {name}"):
             self.store.remove_connector(name)
         log.info("[%s] Connector deleted", name)
 
@@ -622,19 +193,19 @@ class DistributedHerder(AbstractHerder):
 
     def put_task_configs(self, name: str, configs: list[dict[str, str]],
                          signature: InternalRequestSignature) -> None:
-        if self._member is not None and self._member.protocol_version >= 2:
-            key = self._session_key
+        if self.cluster.member is not None and self.cluster.member.protocol_version >= 2:
+            key = self.cluster.session_key
             if key is None:
                 raise ServiceUnavailableError("This worker has not read the cluster's session key yet; retry the "
                                               "request")
             key.verify(signature)
         self._require_leader()
-        self._store_task_configs(name, configs)
+        self.cluster.store_task_configs(name, configs)
 
     def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> ConnectorStateInfo | None:
         self._require_leader()
         before = self.connector_status(name)
-        with _stored(f"Restart request of connector {name}"):
+        with stored(f"Restart request of connector {name}"):
             self.store.put_restart_request(name, include_tasks, only_failed)
         if not include_tasks and not only_failed:
             return None
@@ -651,8 +222,8 @@ class DistributedHerder(AbstractHerder):
             raise NotFoundError(f"Connector {task.connector} not found")
         if task.task >= len(snapshot.task_configs.get(task.connector, [])):
             raise NotFoundError(f"Task {task} not found")
-        if self._work.owns_task(task):
-            self._on_tick_thread(lambda: self._work.restart_tasks([task], self.store.snapshot()))
+        if self.cluster.work.owns_task(task):
+            self.cluster.on_tick_thread(lambda: self.cluster.work.restart_tasks([task], self.store.snapshot()))
             return
         self._require_leader()
         status = self.status.task(task)
@@ -678,12 +249,12 @@ class DistributedHerder(AbstractHerder):
         self._require_leader()
         self._config(name)
         self._put_target_state(name, TargetState.STOPPED)
-        with _stored(f"Task configs of connector {name}"):
+        with stored(f"Task configs of connector {name}"):
             self.store.put_task_configs(name, [], ())
         log.info("[%s] Connector stopped", name)
 
     def _put_target_state(self, name: str, target: TargetState) -> None:
-        with _stored(f"Target state {target.value} of connector {name}"):
+        with stored(f"Target state {target.value} of connector {name}"):
             self.store.put_target_state(name, target)
 
     # --- topics and offsets ------------------------------------------------------------------------------------
@@ -698,10 +269,8 @@ class DistributedHerder(AbstractHerder):
     def connector_offsets(self, name: str) -> list[ConnectorOffset]:
         config = self._config(name)
         if self.connector_type_of(config) is ConnectorType.SINK:
-            offsets = self.worker.admin.list_group_offsets(f"connect-{name}")
-            return [ConnectorOffset({"kafka_topic": tp.topic, "kafka_partition": tp.partition}, {"kafka_offset": off})
-                    for tp, off in sorted(offsets.items())]
-        self._refresh_offsets()
+            return sink_offsets(self.worker.admin, name)
+        self.cluster.refresh_offsets()
         return [ConnectorOffset(p, o) for p, o in self.worker.offset_store.connector_offsets(name)]
 
     def _require_stopped(self, name: str) -> dict[str, str]:
@@ -716,63 +285,21 @@ class DistributedHerder(AbstractHerder):
     def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> str:
         config = self._require_stopped(name)
         if self.connector_type_of(config) is ConnectorType.SINK:
-            self._alter_sink_offsets(name, offsets)
+            alter_sink_offsets(self.worker.admin, name, offsets)
         else:
-            for entry in offsets:
-                if not isinstance(entry.partition, Mapping) or not entry.partition:
-                    raise BadRequestError("Source partitions may not be null or empty")
-                if entry.offset is not None and not isinstance(entry.offset, Mapping):
-                    raise BadRequestError("Source offsets must be maps or null")
+            check_source_offsets(offsets)
             self.worker.offset_store.put(name, [(e.partition, e.offset) for e in offsets])
         log.info("[%s] Offsets altered for %d partition(s)", name, len(offsets))
         return "The offsets for this connector have been altered successfully"
 
-    def _alter_sink_offsets(self, name: str, offsets: list[ConnectorOffset]) -> None:
-        changes: dict[TopicPartition, int | None] = {}
-        for entry in offsets:
-            topic, partition = entry.partition.get("kafka_topic"), entry.partition.get("kafka_partition")
-            if not isinstance(topic, str) or not topic:
-                raise BadRequestError("Kafka topic names must be valid strings and may not be null")
-            if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
-                raise BadRequestError("Kafka partitions must be valid numbers and may not be null")
-            if entry.offset is None:
-                changes[TopicPartition(topic, partition)] = None
-                continue
-            value = entry.offset.get("kafka_offset")
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise BadRequestError("Kafka offsets must be valid numbers and may not be null or negative")
-            changes[TopicPartition(topic, partition)] = value
-        try:
-            self.worker.admin.alter_group_offsets(f"connect-{name}", changes)
-        except LogError as exc:
-            raise HerderError(f"Failed to alter consumer group offsets for connector {name}: {exc}") from exc
-
     def reset_connector_offsets(self, name: str) -> str:
         config = self._require_stopped(name)
         if self.connector_type_of(config) is ConnectorType.SINK:
-            try:
-                self.worker.admin.delete_group(f"connect-{name}")
-            except LogError as exc:
-                raise HerderError(f"Failed to reset offsets for connector {name}: {exc}") from exc
+            reset_sink_offsets(self.worker.admin, name)
         else:
-            self._refresh_offsets()
+            self.cluster.refresh_offsets()
             self.worker.offset_store.reset(name)
         log.info("[%s] Offsets reset", name)
         return "The offsets for this connector have been reset successfully"
 
 
-class _stored:
-    """Config-topic write failures as the herder answers them: 413 for a record too large, else 500."""
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
-        if isinstance(exc, RecordTooLargeError):
-            raise PayloadTooLargeError(f"{self.what} not stored: {exc}") from None
-        if isinstance(exc, ConfigWriteError):
-            raise HerderError(f"{self.what} not stored: {exc}") from None
-        return False
