@@ -330,8 +330,9 @@ class Herder(abc.ABC):
                          signature: InternalRequestSignature) -> None:
         """A worker running connector ``name`` hands its new task configs to the leader, which stores them
         (``POST /connectors/{name}/tasks``). Only distributed herders accept it."""
-        raise BadRequestError("Kafka Connect in standalone mode does not support externally setting task "
-                              "configurations.")
+        # Kafka Connect answers 500 here; nothing is wrong with the worker, so Headrace answers 404
+        raise NotFoundError("Kafka Connect in standalone mode does not support externally setting task "
+                            "configurations.")
 
 
 class PayloadTooLargeError(HerderError):
