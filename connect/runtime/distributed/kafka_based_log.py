@@ -31,7 +31,15 @@ def ensure_internal_topic(backend: LogBackend, topic: str, config_key: str, part
     try:
         admin.create_topic(NewTopic(topic, partitions, replication_factor, {"cleanup.policy": "compact"}),
                            exist_ok=True)
-        described = admin.describe_topic(topic)
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                described = admin.describe_topic(topic)
+                break
+            except LogError:  # a topic just created has no partition leaders for a moment
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
     finally:
         admin.close()
     policy = described.configs.get("cleanup.policy", "compact")
@@ -120,11 +128,16 @@ class KafkaBasedLog:
         """Wait until every record written before this call has been applied; False on timeout."""
         assert self._ends is not None, "start() first"
         deadline = time.monotonic() + timeout
-        try:
-            ends = self._ends.end_offsets(self._partitions)
-        except LogError as exc:
-            log.warning("Could not read the end offsets of topic '%s': %s", self.topic, exc)
-            return False
+        while True:
+            try:
+                ends = self._ends.end_offsets(self._partitions)
+                break
+            except LogError as exc:  # a topic just created has no leader yet, a broker may be moving
+                if time.monotonic() >= deadline:
+                    log.warning("Could not read the end offsets of topic '%s': %s", self.topic, exc)
+                    return False
+                log.debug("End offsets of topic '%s' not available yet: %s", self.topic, exc)
+                time.sleep(0.2)
         with self._progress:
             for tp, end in ends.items():
                 self._wanted[tp] = max(self._wanted.get(tp, 0), end)
