@@ -222,8 +222,9 @@ def test_fifty_connectors_created_in_a_burst_all_run(tmp_path, kafka, names, uni
             wait_running(workers[0], name, 1, timeout=120)
         rounds = max(len(w.rebalances()) - before[w.worker_id] for w in workers)
         print(f"\n50 connectors: {rounds} rebalance(s) on the busiest worker")
-        # each create needs at most two rounds (the connector, then its task); coalescing makes it far fewer
-        assert rounds <= 100
+        # without coalescing each create would take two rounds (its connector, then its task): 100; the
+        # tick thread applies config updates in batches and a rebalance under way absorbs the requests
+        assert rounds <= 20
     finally:
         _stop_all(workers)
 
