@@ -101,6 +101,14 @@ def test_six_sink_tasks_created_through_a_follower_run_two_per_worker(tmp_path, 
         spread = running_tasks(body, 6)
         assert spread is not None and sorted(spread.values()) == [2, 2, 2], body
         assert set(spread) == {w.worker_id for w in workers}
+        # Kafka's own tools see the cluster as a classic group of protocol type connect (kafka-groups.sh
+        # --list); kafka-consumer-groups.sh --describe names the type and declines to describe it further
+        listed = kafka.run_tool("org.apache.kafka.tools.GroupsCommand", "--bootstrap-server",
+                                kafka.bootstrap_servers, "--list")
+        row = next((line.split() for line in listed.stdout.splitlines() if line.startswith(names.group + " ")), None)
+        assert row is not None and row[1:] == ["Classic", "connect"], listed.stdout + listed.stderr
+        described = kafka.consumer_groups("--describe", "--group", names.group)
+        assert f"GroupId {names.group} is not a consumer group (connect)" in described.stdout + described.stderr
         # every worker reports the same, from the status topic
         for w in workers:
             seen = wait_until(lambda w=w: (s := status(w, "spread")) and running_tasks(s, 6) == spread and s,
