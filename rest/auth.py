@@ -40,6 +40,7 @@ from rest.responses import RestConfigError, error_response
 
 __all__ = [
     "BASIC_AUTH_ALIASES",
+    "INTERNAL_ALGORITHM_HEADER",
     "INTERNAL_SIGNATURE_HEADER",
     "AuthConfigError",
     "BasicAuthenticator",
@@ -56,6 +57,10 @@ BASIC_AUTH_ALIASES = frozenset({
 })
 INTERNAL_SIGNATURE_HEADER = "X-Connect-Authorization"
 INTERNAL_TIMESTAMP_HEADER = "X-Connect-Request-Timestamp"
+# KIP-507: task configs a worker sends the leader are signed with the cluster's session key, which the
+# herder checks; like Kafka Connect's basic-auth filter, such signed internal requests need no credentials.
+INTERNAL_ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
+_INTERNAL_PATH = re.compile(r"^/connectors/[^/]+/tasks/?$")
 REALM = "Kafka Connect"
 _CACHE_TTL_S = 300.0
 _CACHE_MAX = 1024
@@ -217,6 +222,9 @@ def install_basic_auth(app: Flask, config: ConfigSource, internal_key: bytes | N
         if internal_key is not None and INTERNAL_SIGNATURE_HEADER in request.headers:
             if _internal_signature_valid(internal_key):
                 return None
+        if (request.method == "POST" and _INTERNAL_PATH.match(request.path)
+                and INTERNAL_SIGNATURE_HEADER in request.headers and INTERNAL_TIMESTAMP_HEADER not in request.headers):
+            return None  # the herder verifies the session-key signature (400/403/503 when it is wrong)
         if authenticator.check(request.headers.get("Authorization")) is not None:
             return None
         response = error_response(401, "Authentication required: give valid credentials with HTTP basic "

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import httpx
 from flask import Response, request
 
-from connect.runtime.herder import NotLeaderError
+from connect.runtime.herder import NO_LEADER_MESSAGE, NotLeaderError
 from rest.access_log import printable
 from rest.responses import RestError
 
@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 # A rebalance can take a whole session timeout before the leader answers (Kafka waits 90 s too).
 FORWARD_TIMEOUT_S = 90.0
 
+# Credentials and the internal signature travel with the request; the next worker checks them again.
+_RELAYED_REQUEST_HEADERS = {"content-type", "accept", "authorization", "x-connect-authorization",
+                            "x-connect-request-signature-algorithm"}
 # Hop-by-hop and length headers are recomputed by each server; everything else is relayed.
 _DROPPED_RESPONSE_HEADERS = {"connection", "content-length", "transfer-encoding", "keep-alive", "server", "date"}
 
@@ -35,21 +38,17 @@ def _next_forward_flag() -> str:
         return "true"
     if flag.strip().lower() == "true":
         return "false"
-    raise RestError(
-        409,
-        "The request was already forwarded twice without reaching the leader, "
-        "probably because a rebalance is under way; retry it",
-    )
+    raise RestError(409, "Cannot complete request because of a conflicting operation (e.g. worker rebalance)")
 
 
 def forward_to_leader(error: NotLeaderError) -> Response:
     next_flag = _next_forward_flag()
     if not error.leader_url:
-        raise RestError(409, "No leader is known right now, probably because a rebalance is under way; retry the request")
+        raise RestError(409, NO_LEADER_MESSAGE)
     query = [(k, v) for k, v in request.args.items(multi=True) if k != "forward"]
     query.append(("forward", next_flag))
     url = f"{error.leader_url.rstrip('/')}{request.path}?{urlencode(query)}"
-    headers = {k: v for k, v in request.headers.items() if k.lower() in ("content-type", "accept", "authorization")}
+    headers = {k: v for k, v in request.headers.items() if k.lower() in _RELAYED_REQUEST_HEADERS}
     log.debug("Forwarding %s %s to the leader at %s", request.method, printable(request.path), printable(url))
     try:
         upstream = httpx.request(

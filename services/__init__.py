@@ -1,4 +1,5 @@
-"""Real services (Kafka, HDFS, OpenSearch, Elasticsearch, and later Redis) on loopback for tests and local runs.
+"""Real services (Kafka, Apache Kafka Connect, HDFS, OpenSearch, Elasticsearch, and later Redis) on loopback
+for tests and local runs.
 
 ``get_service("kafka")`` returns the class; ``python -m services`` is the
 command-line front end.
@@ -16,6 +17,8 @@ __all__ = ["SERVICES", "Service", "ServiceError", "get_service"]
 # never needs another's client libraries.
 SERVICES: dict[str, str] = {
     "kafka": "services.kafka:KafkaService",
+    # Apache Kafka Connect itself (Java), against a broker: the reference the compat suite compares with
+    "connect": "services.kafka_connect:JavaConnectService",
     "hdfs": "services.hdfs:HdfsService",
     "opensearch": "services.opensearch:OpenSearchService",
     "elasticsearch": "services.elasticsearch:ElasticsearchService",

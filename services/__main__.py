@@ -1,8 +1,10 @@
-"""``python -m services fetch NAME`` / ``python -m services start NAME [--port N]``."""
+"""``python -m services fetch NAME`` / ``python -m services start NAME [--port N] [--bootstrap-servers H:P]``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import logging
 import signal
 import sys
@@ -22,13 +24,23 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("name", metavar="NAME", choices=sorted(SERVICES))
     s.add_argument("--port", type=int, default=None, help="client port (default: a free one)")
     s.add_argument("--dir", default=None, help="work folder to keep data in (default: a temporary one)")
+    s.add_argument(
+        "--bootstrap-servers",
+        default=None,
+        help="the Kafka broker a client service (connect) uses (default: 127.0.0.1:9092)",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
 
-def _start(name: str, port: int | None, work_dir: str | None) -> int:
+def _start(name: str, port: int | None, work_dir: str | None, bootstrap_servers: str | None = None) -> int:
     cls = get_service(name)
-    svc = cls(port=port, work_dir=work_dir)  # type: ignore[call-arg]
+    kwargs: dict[str, object] = {"port": port, "work_dir": work_dir}
+    if bootstrap_servers is not None:
+        if "bootstrap_servers" not in inspect.signature(cls).parameters:
+            raise ServiceError(f"--bootstrap-servers: {name} is not a Kafka client")
+        kwargs["bootstrap_servers"] = bootstrap_servers
+    svc = cls(**kwargs)  # type: ignore[arg-type]  # each service takes port= and work_dir=
     stopping = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -64,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                 get_service(name).fetch()
                 print(f"{name}: fetched")
             return 0
-        return _start(args.name, args.port, args.dir)
+        return _start(args.name, args.port, args.dir, args.bootstrap_servers)
     except ServiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -2,9 +2,9 @@
 any test runs, that what the selected tests need is installed.
 
 Markers come from where a test lives and what it uses, so new test files get them without a line of
-their own: everything under tests/kafka is ``kafka`` and under tests/spark is ``spark``, and so is any
-test that asks for a fixture starting such a service. ``pytest -m "not kafka and not spark"`` is the
-fast suite.
+their own: everything under tests/kafka and tests/compat (side by side with Apache Kafka Connect) is
+``kafka`` and under tests/spark is ``spark``, and so is any test that asks for a fixture starting such
+a service. ``pytest -m "not kafka and not spark"`` is the fast suite.
 
 Nothing is skipped for a missing package, tool or service: a run that selects tests needing one stops
 at once with what to install, so that a CI run cannot pass by leaving tests out.
@@ -23,10 +23,11 @@ pytest_plugins = ["tests.fixtures_services"]
 TESTS = Path(__file__).resolve().parent
 
 # tests/<directory> -> marker of every test in it
-DIRECTORY_MARKERS = {"kafka": "kafka", "spark": "spark"}
+DIRECTORY_MARKERS = {"kafka": "kafka", "spark": "spark", "distributed": "kafka", "compat": "kafka"}
 # fixture -> marker of every test that uses it (directly or through another fixture)
 FIXTURE_MARKERS = {
     "kafka": "kafka",
+    "java_connect": "kafka",
     "spark": "spark",
     "hdfs": "spark",
     "opensearch": "spark",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -16,6 +16,7 @@ from services.base import Service
 from services.elasticsearch import ElasticsearchService
 from services.hdfs import HdfsService
 from services.kafka import KafkaService
+from services.kafka_connect import JavaConnectService
 from services.opensearch import OpenSearchService
 
 S = TypeVar("S", bound=Service)
@@ -38,6 +39,31 @@ def kafka() -> Iterator[KafkaService]:
     topics and groups persist across such restarts.
     """
     yield from _running(KafkaService())
+
+
+@pytest.fixture
+def java_connect(
+    kafka: KafkaService, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[..., JavaConnectService]]:
+    """A factory of Apache Kafka Connect workers (the Java original) on the session broker.
+
+    ``java_connect(worker_properties={...}, mode="distributed")`` starts one
+    worker and returns it once its REST API answers; every worker started is
+    stopped at the end of the test. Work folders (with ``connect.log``) stay
+    under pytest's temporary directory for a look after a failure.
+    """
+    started: list[JavaConnectService] = []
+
+    def start(worker_properties: dict[str, str] | None = None, **kwargs: Any) -> JavaConnectService:
+        kwargs.setdefault("work_dir", tmp_path_factory.mktemp("java-connect"))
+        svc = JavaConnectService(kafka.bootstrap_servers, worker_properties=worker_properties, **kwargs)
+        started.append(svc)
+        svc.start()
+        return svc
+
+    yield start
+    for svc in reversed(started):
+        svc.cleanup()
 
 
 @pytest.fixture(scope="session")

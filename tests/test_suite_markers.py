@@ -25,6 +25,8 @@ class _Item:
     ("path", "fixtures", "expected"),
     [
         ("kafka/test_new.py", (), {"kafka"}),  # a file that does not exist yet gets its directory's marker
+        ("compat/test_new.py", (), {"kafka"}),
+        ("runtime/test_new.py", ("java_connect",), {"kafka"}),
         ("spark/test_new.py", ("tmp_path",), {"spark"}),
         ("e2e/test_new.py", ("tmp_path", "kafka"), {"kafka"}),
         ("runtime/test_new.py", ("hdfs",), {"spark"}),

@@ -28,12 +28,14 @@ from connect.log.api import LogBackend, LogError, NewTopic, Producer
 from connect.runtime.config_encryption import ConfigEncryption
 from connect.runtime.herder import TargetState
 
-__all__ = ["ConfigSnapshot", "ConfigStoreOwnerError", "ConfigTopicStore", "ConfigWriteError", "RecordTooLargeError"]
+__all__ = ["CLUSTER_KEY", "ConfigRecordCodec", "ConfigSnapshot", "ConfigStoreOwnerError", "ConfigTopicStore", "ConfigWriteError", "RecordTooLargeError"]
 
 log = logging.getLogger(__name__)
 
 _TASK_KEY = re.compile(r"^task-(.+)-(\d+)$")
 OWNER_KEY = "standalone-worker"
+# Headrace's record of the distributed cluster whose config topic this is: {"group.id": ...}
+CLUSTER_KEY = "headrace-cluster"
 # Kafka's default max.message.bytes, and what a batch of one record adds to key and value
 _DEFAULT_MAX_MESSAGE_BYTES = 1048588
 _RECORD_OVERHEAD = 128
@@ -55,6 +57,36 @@ def _dumps(value: object) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+class ConfigRecordCodec:
+    """Config-topic values as bytes and back, with PASSWORD values encrypted when there is a key."""
+
+    def __init__(self, topic: str, encryption: ConfigEncryption | None) -> None:
+        self.topic = topic
+        self.encryption = encryption
+
+    @staticmethod
+    def encode(value: object) -> bytes:
+        return _dumps(value)
+
+    def decode(self, key: str, raw: bytes) -> dict:
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            raise LogError(f"Config topic '{self.topic}': record '{key}' is not JSON: {exc}") from None
+        props = value.get("properties") if isinstance(value, dict) else None
+        if isinstance(props, dict) and self.encryption is not None:
+            value["properties"] = self.encryption.decrypt_values(props, f"config topic '{self.topic}', record '{key}'")
+        elif isinstance(props, dict) and any(ConfigEncryption.is_encrypted(v) for v in props.values()):
+            raise LogError(f"Config topic '{self.topic}': record '{key}' holds encrypted values and this worker "
+                           "has no config.storage.encryption key")
+        return value if isinstance(value, dict) else {}
+
+    def encrypted(self, config: Mapping[str, str], secret_keys: Iterable[str]) -> dict[str, str]:
+        if self.encryption is None:
+            return dict(config)
+        return self.encryption.encrypt_values(config, secret_keys)
+
+
 class ConfigSnapshot:
     """What the config topic says, as of the last record read."""
 
@@ -64,7 +96,19 @@ class ConfigSnapshot:
         self.task_configs: dict[str, list[dict[str, str]]] = {}
         self._pending_tasks: dict[str, dict[int, dict[str, str]]] = {}
         self.owner: dict[str, str] | None = None
+        self.cluster: str | None = None  # the group.id of the distributed cluster that claimed the topic
+        self.inconsistent: set[str] = set()  # connectors whose committed task configs are incomplete
         self.offset = 0
+
+    def copy(self) -> ConfigSnapshot:
+        """A copy that later ``apply`` calls on this one leave alone (values are replaced, never changed)."""
+        out = ConfigSnapshot()
+        out.connectors, out.target_states = dict(self.connectors), dict(self.target_states)
+        out.task_configs = dict(self.task_configs)
+        out._pending_tasks = {name: dict(tasks) for name, tasks in self._pending_tasks.items()}
+        out.owner, out.cluster, out.inconsistent = self.owner, self.cluster, set(self.inconsistent)
+        out.offset = self.offset
+        return out
 
     def apply(self, key: str, value: dict | None) -> None:
         if key.startswith("connector-"):
@@ -86,9 +130,17 @@ class ConfigSnapshot:
             name = key[len("commit-"):]
             count = int((value or {}).get("tasks", 0))
             pending = self._pending_tasks.pop(name, {})
+            if any(i not in pending for i in range(count)):
+                # compaction kept the commit but not every task record of it: wait for the connector to
+                # write its task configs again rather than run tasks with a config missing
+                self.inconsistent.add(name)
+                return
+            self.inconsistent.discard(name)
             self.task_configs[name] = [pending.get(i, {}) for i in range(count)]
         elif key == OWNER_KEY:
             self.owner = None if value is None else {str(k): str(v) for k, v in value.items()}
+        elif key == CLUSTER_KEY:
+            self.cluster = None if value is None else str(value.get("group.id", "")) or None
         elif (m := _TASK_KEY.match(key)) is not None and value is not None:
             self._pending_tasks.setdefault(m.group(1), {})[int(m.group(2))] = {
                 str(k): str(v) for k, v in value.get("properties", {}).items()
@@ -113,6 +165,7 @@ class ConfigTopicStore:
         self.replication_factor = replication_factor
         self.owner = dict(owner) if owner else None
         self.encryption = encryption
+        self.codec = ConfigRecordCodec(topic, encryption)
         self.topic_configs = dict(topic_configs or {})
         self.snapshot = ConfigSnapshot()
         self.max_record_bytes = _DEFAULT_MAX_MESSAGE_BYTES
@@ -171,17 +224,7 @@ class ConfigTopicStore:
             consumer.close()
 
     def _decrypted(self, key: str, raw: bytes) -> dict:
-        try:
-            value = json.loads(raw)
-        except ValueError as exc:
-            raise LogError(f"Config topic '{self.topic}': record '{key}' is not JSON: {exc}") from None
-        props = value.get("properties") if isinstance(value, dict) else None
-        if isinstance(props, dict) and self.encryption is not None:
-            value["properties"] = self.encryption.decrypt_values(props, f"config topic '{self.topic}', record '{key}'")
-        elif isinstance(props, dict) and any(ConfigEncryption.is_encrypted(v) for v in props.values()):
-            raise LogError(f"Config topic '{self.topic}': record '{key}' holds encrypted values and this worker "
-                           "has no config.storage.encryption key")
-        return value
+        return self.codec.decode(key, raw)
 
     def stop(self) -> None:
         if self._producer is not None:
@@ -213,9 +256,7 @@ class ConfigTopicStore:
                 self.snapshot.apply(key, value)  # type: ignore[arg-type]
 
     def _encrypted(self, config: Mapping[str, str], secret_keys: Iterable[str]) -> dict[str, str]:
-        if self.encryption is None:
-            return dict(config)
-        return self.encryption.encrypt_values(config, secret_keys)
+        return self.codec.encrypted(config, secret_keys)
 
     # --- writes ---------------------------------------------------------------------------------
     def put_connector_config(self, name: str, config: Mapping[str, str], target: TargetState | None = None,

@@ -24,10 +24,15 @@ __all__ = [
     "ConnectorStateInfo",
     "ConnectorTaskId",
     "ConnectorType",
+    "ForbiddenError",
     "Herder",
     "HerderError",
+    "InternalRequestSignature",
+    "NO_LEADER_MESSAGE",
     "NotFoundError",
+    "NotLeaderError",
     "PluginDesc",
+    "ServiceUnavailableError",
     "State",
     "TargetState",
     "TaskInfo",
@@ -62,13 +67,37 @@ class ConflictError(HerderError):
 
 
 class NotLeaderError(HerderError):
-    """This worker is not the leader; ``leader_url`` is where the request must go."""
+    """This worker cannot serve the request; ``leader_url`` is the worker that can (the leader, or the worker
+    a task runs on), and the REST layer forwards the request there."""
 
     status = 409
 
     def __init__(self, message: str, leader_url: str | None) -> None:
         super().__init__(message)
         self.leader_url = leader_url
+
+
+# Kafka Connect's words for a request that arrives while the cluster has no leader (a rebalance is under way)
+NO_LEADER_MESSAGE = ("Cannot complete request momentarily due to no known leader URL, likely because a rebalance "
+                     "was underway.")
+
+
+class ForbiddenError(HerderError):
+    status = 403
+
+
+class ServiceUnavailableError(HerderError):
+    status = 503
+
+
+@attrs.frozen
+class InternalRequestSignature:
+    """What a worker's request to another worker carries to prove it comes from the cluster (KIP-507):
+    ``signature`` is the base64 HMAC of ``body`` under the cluster's session key, made with ``algorithm``."""
+
+    body: bytes
+    algorithm: str | None
+    signature: str | None
 
 
 class TargetState(enum.Enum):
@@ -295,6 +324,15 @@ class Herder(abc.ABC):
     @abc.abstractmethod
     def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
         """The ConfigInfos body: ``{"name","error_count","groups","configs":[...]}``."""
+
+    # --- requests between workers -------------------------------------------------------------------
+    def put_task_configs(self, name: str, configs: list[dict[str, str]],
+                         signature: InternalRequestSignature) -> None:
+        """A worker running connector ``name`` hands its new task configs to the leader, which stores them
+        (``POST /connectors/{name}/tasks``). Only distributed herders accept it."""
+        # Kafka Connect answers 500 here; nothing is wrong with the worker, so Headrace answers 404
+        raise NotFoundError("Kafka Connect in standalone mode does not support externally setting task "
+                            "configurations.")
 
 
 class PayloadTooLargeError(HerderError):

@@ -79,6 +79,9 @@ class PluginRegistry:
         self._by_name: dict[str, PluginInfo] = {}
         self._aliases: dict[str, set[str]] = {}
         self._tasks: dict[str, type[Task]] = {}  # by full name
+        # trailing parts of task names: Kafka Connect's task configs name Java classes
+        # (org.apache.kafka.connect.file.FileStreamSourceTask) that a cluster taken over from Java still holds
+        self._task_aliases: dict[str, set[str]] = {}
         if use_entry_points:
             for ep in entry_points(group=ENTRY_POINT_GROUP):
                 try:
@@ -159,7 +162,11 @@ class PluginRegistry:
             log.warning("Cannot learn the task class of connector %s: %s", connector_name, exc)
             return
         if inspect.isclass(task_cls) and issubclass(task_cls, Task) and not inspect.isabstract(task_cls):
-            self._tasks[f"{task_cls.__module__}.{task_cls.__qualname__}"] = task_cls
+            full = f"{task_cls.__module__}.{task_cls.__qualname__}"
+            self._tasks[full] = task_cls
+            parts = full.split(".")
+            for i in range(1, len(parts)):
+                self._task_aliases.setdefault(".".join(parts[i:]), set()).add(full)
         else:
             log.warning("Connector %s names %r as its task class, which is not a concrete Task",
                         connector_name, task_cls)
@@ -206,13 +213,22 @@ class PluginRegistry:
 
     def new_task(self, name: str) -> Task:
         """A new instance of the task class ``name`` (a full name, as in ``task.class``) of a registered connector."""
-        task_cls = self._tasks.get(name.strip())
+        task_cls = self._tasks.get(name.strip()) or self._task_by_alias(name.strip().replace("$", "."))
         if task_cls is None:
             raise ConfigException("task.class", name, "not the task class of any installed connector")
         try:
             return task_cls()
         except Exception as exc:
             raise ConfigException("task.class", name, f"cannot instantiate {task_cls.__qualname__}: {exc}") from exc
+
+
+    def _task_by_alias(self, name: str) -> type[Task] | None:
+        parts = name.split(".")
+        for i in range(len(parts)):
+            matches = self._task_aliases.get(".".join(parts[i:]))
+            if matches:
+                return self._tasks[next(iter(matches))] if len(matches) == 1 else None
+        return None
 
 
 def connector_type(cls: type) -> str:

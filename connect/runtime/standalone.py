@@ -17,7 +17,6 @@ import threading
 from collections.abc import Iterator, Mapping
 
 from connect.api.errors import ConfigException
-from connect.api.topic_partition import TopicPartition
 from connect.log.api import LogError
 from connect.runtime.abstract_herder import AbstractHerder
 from connect.runtime.config_store import ConfigTopicStore, ConfigWriteError, RecordTooLargeError
@@ -37,16 +36,18 @@ from connect.runtime.herder import (
     TaskInfo,
     TaskState,
 )
+from connect.runtime.offset_admin import (
+    STOPPED_REQUIRED,
+    alter_sink_offsets,
+    check_source_offsets,
+    sink_offsets,
+)
 from connect.runtime.worker import Worker
 
 __all__ = ["StandaloneHerder"]
 
 log = logging.getLogger(__name__)
 
-STOPPED_REQUIRED = (
-    "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the "
-    "specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
-)
 
 
 class StandaloneHerder(AbstractHerder):
@@ -361,9 +362,7 @@ class StandaloneHerder(AbstractHerder):
     def connector_offsets(self, name: str) -> list[ConnectorOffset]:
         config = self._config(name)
         if self.connector_type_of(config) is ConnectorType.SINK:
-            offsets = self.worker.admin.list_group_offsets(f"connect-{name}")
-            return [ConnectorOffset({"kafka_topic": tp.topic, "kafka_partition": tp.partition}, {"kafka_offset": off})
-                    for tp, off in sorted(offsets.items())]
+            return sink_offsets(self.worker.admin, name)
         return [ConnectorOffset(p, o) for p, o in self.worker.offset_store.connector_offsets(name)]
 
     def _require_stopped(self, name: str) -> dict[str, str]:
@@ -378,37 +377,12 @@ class StandaloneHerder(AbstractHerder):
         with self._lock:
             config = self._require_stopped(name)
             if self.connector_type_of(config) is ConnectorType.SINK:
-                self._alter_sink_offsets(name, offsets)
+                alter_sink_offsets(self.worker.admin, name, offsets)
             else:
-                for entry in offsets:
-                    if not isinstance(entry.partition, Mapping) or not entry.partition:
-                        raise BadRequestError("Source partitions may not be null or empty")
-                    if entry.offset is not None and not isinstance(entry.offset, Mapping):
-                        raise BadRequestError("Source offsets must be maps or null")
+                check_source_offsets(offsets)
                 self.worker.offset_store.put(name, [(e.partition, e.offset) for e in offsets])
             log.info("[%s] Offsets altered for %d partition(s)", name, len(offsets))
             return "The offsets for this connector have been altered successfully"
-
-    def _alter_sink_offsets(self, name: str, offsets: list[ConnectorOffset]) -> None:
-        changes: dict[TopicPartition, int | None] = {}
-        for entry in offsets:
-            topic = entry.partition.get("kafka_topic")
-            partition = entry.partition.get("kafka_partition")
-            if not isinstance(topic, str) or not topic:
-                raise BadRequestError("Kafka topic names must be valid strings and may not be null")
-            if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
-                raise BadRequestError("Kafka partitions must be valid numbers and may not be null")
-            if entry.offset is None:
-                changes[TopicPartition(topic, partition)] = None
-                continue
-            value = entry.offset.get("kafka_offset")
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise BadRequestError("Kafka offsets must be valid numbers and may not be null or negative")
-            changes[TopicPartition(topic, partition)] = value
-        try:
-            self.worker.admin.alter_group_offsets(f"connect-{name}", changes)
-        except LogError as exc:
-            raise HerderError(f"Failed to alter consumer group offsets for connector {name}: {exc}") from exc
 
     def reset_connector_offsets(self, name: str) -> str:
         with self._lock:

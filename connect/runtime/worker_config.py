@@ -168,23 +168,68 @@ class StandaloneConfig(WorkerConfig):
 
 def _distributed_def() -> ConfigDef:
     d = ConfigDef(worker_config_def())
-    d.define("group.id", ConfigType.STRING, importance=Importance.HIGH)
-    d.define("config.storage.topic", ConfigType.STRING, importance=Importance.HIGH)
-    d.define("offset.storage.topic", ConfigType.STRING, importance=Importance.HIGH)
-    d.define("status.storage.topic", ConfigType.STRING, importance=Importance.HIGH)
-    d.define("config.storage.replication.factor", ConfigType.SHORT, 3, importance=Importance.LOW)
-    d.define("offset.storage.replication.factor", ConfigType.SHORT, 3, importance=Importance.LOW)
-    d.define("status.storage.replication.factor", ConfigType.SHORT, 3, importance=Importance.LOW)
-    d.define("offset.storage.partitions", ConfigType.INT, 25, Range.at_least(1), Importance.LOW)
-    d.define("status.storage.partitions", ConfigType.INT, 5, Range.at_least(1), Importance.LOW)
-    d.define("session.timeout.ms", ConfigType.INT, 10000, importance=Importance.HIGH)
-    d.define("heartbeat.interval.ms", ConfigType.INT, 3000, importance=Importance.HIGH)
-    d.define("rebalance.timeout.ms", ConfigType.INT, 60000, importance=Importance.HIGH)
-    d.define("scheduled.rebalance.max.delay.ms", ConfigType.INT, 300000, Range.at_least(0), Importance.LOW)
+    d.define("group.id", ConfigType.STRING, importance=Importance.HIGH,
+             documentation="The Connect cluster this worker joins (its Kafka group).")
+    d.define("config.storage.topic", ConfigType.STRING, importance=Importance.HIGH,
+             documentation="Compacted single-partition topic of connector and task configs.")
+    d.define("offset.storage.topic", ConfigType.STRING, importance=Importance.HIGH,
+             documentation="Compacted topic of source connector offsets.")
+    d.define("status.storage.topic", ConfigType.STRING, importance=Importance.HIGH,
+             documentation="Compacted topic of connector and task statuses.")
+    d.define("config.storage.replication.factor", ConfigType.SHORT, 3, importance=Importance.LOW,
+             documentation="Replication factor of the config topic when the worker creates it; -1: broker default.")
+    d.define("offset.storage.replication.factor", ConfigType.SHORT, 3, importance=Importance.LOW,
+             documentation="Replication factor of the offset topic when the worker creates it; -1: broker default.")
+    d.define("status.storage.replication.factor", ConfigType.SHORT, 3, importance=Importance.LOW,
+             documentation="Replication factor of the status topic when the worker creates it; -1: broker default.")
+    d.define("offset.storage.partitions", ConfigType.INT, 25, Range.at_least(1), Importance.LOW,
+             documentation="Partitions of the offset topic when the worker creates it.")
+    d.define("status.storage.partitions", ConfigType.INT, 5, Range.at_least(1), Importance.LOW,
+             documentation="Partitions of the status topic when the worker creates it.")
+    d.define("session.timeout.ms", ConfigType.INT, 10000, importance=Importance.HIGH,
+             documentation="How long the group coordinator waits for a silent worker before removing it.")
+    d.define("heartbeat.interval.ms", ConfigType.INT, 3000, importance=Importance.HIGH,
+             documentation="How often the worker heartbeats to the group coordinator.")
+    d.define("rebalance.timeout.ms", ConfigType.INT, 60000, importance=Importance.HIGH,
+             documentation="How long each worker may take to rejoin once a rebalance starts.")
+    d.define("scheduled.rebalance.max.delay.ms", ConfigType.INT, 300000, Range.at_least(0), Importance.LOW,
+             documentation="How long the work of a departed worker waits for it to come back before it is "
+                           "reassigned (KIP-415).")
     d.define("connect.protocol", ConfigType.STRING, "sessioned",
-             ValidString.in_("eager", "compatible", "sessioned"), Importance.LOW)
+             ValidString.in_("eager", "compatible", "sessioned"), Importance.LOW,
+             documentation="eager (stop everything at each rebalance), compatible (incremental cooperative) or "
+                           "sessioned (incremental cooperative with signed requests between workers).")
+    d.define("worker.sync.timeout.ms", ConfigType.INT, 3000, Range.at_least(0), Importance.MEDIUM,
+             documentation="How long a worker waits to read the config topic up to the leader's view.")
+    d.define("worker.unsync.backoff.ms", ConfigType.INT, 300000, Range.at_least(0), Importance.MEDIUM,
+             documentation="How long a worker that could not catch up waits before rejoining.")
+    d.define("inter.worker.key.ttl.ms", ConfigType.INT, 3600000, Range.at_least(0), Importance.LOW,
+             documentation="How long a session key signs requests between workers before the leader rotates it.")
+    d.define("inter.worker.key.generation.algorithm", ConfigType.STRING, "HmacSHA256",
+             ValidString.in_("HmacSHA256"), Importance.LOW)
+    d.define("inter.worker.signature.algorithm", ConfigType.STRING, "HmacSHA256",
+             ValidString.in_("HmacSHA256"), Importance.LOW)
+    d.define("inter.worker.verification.algorithms", ConfigType.LIST, ["HmacSHA256"], importance=Importance.LOW)
+    d.define("config.storage.encryption.key", ConfigType.PASSWORD, None, importance=Importance.MEDIUM,
+             documentation="Fernet key (shared by every worker of the cluster) that encrypts PASSWORD values in "
+                           "the config topic. Default: config.storage.encryption.key.file; neither: stored as "
+                           "given, as Kafka Connect does.")
+    d.define("config.storage.encryption.key.file", ConfigType.STRING, None, importance=Importance.MEDIUM,
+             documentation="File holding the cluster's Fernet key.")
     return d
 
 
 class DistributedConfig(WorkerConfig):
     DEFINITION = _distributed_def()
+
+    group_id = Setting[str]("group.id")
+    config_storage_topic = Setting[str]("config.storage.topic")
+    offset_storage_topic = Setting[str]("offset.storage.topic")
+    status_storage_topic = Setting[str]("status.storage.topic")
+    session_timeout_ms = Setting[int]("session.timeout.ms")
+    heartbeat_interval_ms = Setting[int]("heartbeat.interval.ms")
+    rebalance_timeout_ms = Setting[int]("rebalance.timeout.ms")
+    scheduled_rebalance_max_delay_ms = Setting[int]("scheduled.rebalance.max.delay.ms")
+    connect_protocol = Setting[str]("connect.protocol")
+    worker_sync_timeout_ms = Setting[int]("worker.sync.timeout.ms")
+    inter_worker_key_ttl_ms = Setting[int]("inter.worker.key.ttl.ms")

@@ -8,10 +8,18 @@ from urllib.parse import quote
 
 from flask import Blueprint, Response, current_app, request
 
-from connect.runtime.herder import ConnectorOffset, ConnectorTaskId, NotFoundError, TargetState
+from connect.runtime.herder import (
+    ConnectorOffset,
+    ConnectorTaskId,
+    InternalRequestSignature,
+    NotFoundError,
+    TargetState,
+)
 from rest.access_log import printable
+from rest.auth import INTERNAL_ALGORITHM_HEADER as ALGORITHM_HEADER
+from rest.auth import INTERNAL_SIGNATURE_HEADER as SIGNATURE_HEADER
 from rest.context import CONFIG_KEY, current_herder, setting_bool
-from rest.parsing import bool_param, json_object_body, string_map
+from rest.parsing import bool_param, json_body, json_object_body, string_map
 from rest.responses import RestError, empty_response, json_response
 
 __all__ = ["bp"]
@@ -167,6 +175,19 @@ def stop_connector(connector: str) -> Response:
 @bp.get("/connectors/<connector>/tasks")
 def get_task_configs(connector: str) -> Response:
     return json_response([t.to_json() for t in current_herder().task_configs(connector)])
+
+
+@bp.post("/connectors/<connector>/tasks")
+def put_task_configs(connector: str) -> Response:
+    """Internal: a worker hands the leader the task configs of a connector it runs (signed, KIP-507)."""
+    body = json_body()
+    if not isinstance(body, list) or not all(isinstance(c, dict) for c in body):
+        raise RestError(400, "Task configs must be a JSON array of objects")
+    configs = [string_map(c, f"task config {i}", allow_null=False) for i, c in enumerate(body)]
+    signature = InternalRequestSignature(request.get_data(cache=True), request.headers.get(ALGORITHM_HEADER),
+                                         request.headers.get(SIGNATURE_HEADER))
+    current_herder().put_task_configs(connector, configs, signature)
+    return empty_response(204)
 
 
 @bp.get("/connectors/<connector>/tasks/<int:task>/status")

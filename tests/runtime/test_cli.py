@@ -7,7 +7,8 @@ import logging
 import pytest
 
 from connect.cli import distributed_main, headrace_main, standalone_main
-from connect.cli.standalone import StandaloneRuntime, _worker_id
+from connect.cli.standalone import StandaloneRuntime
+from connect.cli.worker_process import rest_worker_id as _worker_id
 from connect.runtime.herder import State
 from connect.runtime.worker_config import StandaloneConfig
 from tests.support import worker_properties, write_properties
@@ -60,9 +61,19 @@ def test_every_bad_connector_file_is_named_before_anything_runs(tmp_path, capsys
     assert not (tmp_path / "data").exists()
 
 
-def test_distributed_mode_is_refused_with_one_line(tmp_path, capsys):
-    assert distributed_main([str(tmp_path / "w.properties")]) == 2
-    assert _errors(capsys.readouterr().err) == ["ERROR distributed mode is not available yet in this build"]
+def test_a_distributed_worker_config_without_kafka_or_its_topics_is_one_line(tmp_path, capsys):
+    path = tmp_path / "w.properties"
+    base = {"key.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter"}
+    write_properties(path, {**base, "bootstrap.servers": "127.0.0.1:9"})
+    assert distributed_main([str(path)]) != 0
+    errors = _errors(capsys.readouterr().err)
+    assert len(errors) == 1 and "group.id" in errors[0], errors
+    write_properties(path, {**base, "group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o",
+                            "status.storage.topic": "s"})
+    assert distributed_main([str(path)]) != 0
+    errors = _errors(capsys.readouterr().err)
+    assert len(errors) == 1 and "bootstrap.servers" in errors[0] and "connect-standalone" in errors[0], errors
 
 
 def test_headrace_without_a_subcommand_prints_help(capsys):

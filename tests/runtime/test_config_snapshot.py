@@ -27,6 +27,19 @@ def test_target_state_v2_wins_and_tombstones_delete():
 
 def test_task_names_with_dashes():
     snap = ConfigSnapshot()
-    snap.apply("task-my-conn-3", {"properties": {"x": "y"}})
+    for i in range(4):
+        snap.apply(f"task-my-conn-{i}", {"properties": {"x": str(i)}})
     snap.apply("commit-my-conn", {"tasks": 4})
-    assert snap.task_configs["my-conn"][3] == {"x": "y"}
+    assert snap.task_configs["my-conn"][3] == {"x": "3"}
+
+
+def test_a_commit_without_all_its_task_records_leaves_the_connector_inconsistent():
+    snap = ConfigSnapshot()
+    snap.apply("task-c-0", {"properties": {"x": "0"}})
+    snap.apply("commit-c", {"tasks": 1})
+    snap.apply("task-c-1", {"properties": {"x": "1"}})  # compaction lost task-c-0 of the second set
+    snap.apply("commit-c", {"tasks": 2})
+    assert snap.task_configs["c"] == [{"x": "0"}] and snap.inconsistent == {"c"}
+    snap.apply("task-c-0", {"properties": {"x": "new"}})
+    snap.apply("commit-c", {"tasks": 1})
+    assert snap.task_configs["c"] == [{"x": "new"}] and snap.inconsistent == set()

@@ -122,8 +122,15 @@ def test_task_classes_of_registered_connectors_resolve(plugins):
     assert isinstance(plugins.new_task("plugins.file.sink.FileStreamSinkTask"), FileStreamSinkTask)
 
 
+def test_task_configs_written_by_java_kafka_connect_name_the_registered_tasks(plugins):
+    from plugins.file import FileStreamSinkTask, FileStreamSourceTask
+
+    assert isinstance(plugins.new_task("org.apache.kafka.connect.file.FileStreamSourceTask"), FileStreamSourceTask)
+    assert isinstance(plugins.new_task("org.apache.kafka.connect.file.FileStreamSinkTask"), FileStreamSinkTask)
+
+
 @pytest.mark.parametrize("name", ["headrace_side_effect.Evil", "plugins.transforms.InsertField.Value", ".foo.Bar",
-                                  "FileStreamSinkTask"])
+                                  "NoSuchTask", "os.system"])
 def test_a_task_class_must_be_the_task_of_a_registered_connector(plugins, side_effect_module, name):
     with pytest.raises(ConfigException) as err:
         plugins.new_task(name)

@@ -1,0 +1,131 @@
+"""What a standalone and a distributed worker process share: loading the worker config, the REST server,
+secrets kept out of log lines, the process's run loop and an orderly shutdown."""
+
+from __future__ import annotations
+
+import abc
+import logging
+import signal
+import socket
+import threading
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from connect.api.errors import ConfigException, ConnectException
+from connect.cli.exit import EXIT_RUNTIME, CliError, fail
+from connect.log.api import LogError
+
+if TYPE_CHECKING:
+    from connect.runtime.herder import Herder
+    from rest import RestServer
+
+__all__ = ["WorkerProcess", "keep_secrets_out_of_text", "load_worker_config", "rest_worker_id"]
+
+log = logging.getLogger("connect.cli")
+
+
+def load_worker_config(path: str, config_cls: type) -> Any:  # a WorkerConfig subclass instance
+    from connect.runtime.properties import load_config_file
+
+    try:
+        props = load_config_file(path)
+    except ConfigException as exc:
+        raise CliError(str(exc)) from exc
+    try:
+        return config_cls(props)
+    except ConfigException as exc:
+        raise CliError(f"{path}: {exc}") from exc
+
+
+def rest_worker_id(config: Any) -> str:
+    """``host:port`` of the worker's REST API as other workers and users reach it (Kafka Connect's worker id)."""
+    listeners = config.get_list("listeners")
+    host = config.get("rest.advertised.host.name") or socket.gethostname()
+    port = config.get("rest.advertised.port")
+    if port is None and listeners:
+        port = listeners[0].rsplit(":", 1)[-1]
+    return f"{host}:{port}" if port else f"{host}:{uuid.uuid4().hex[:8]}"
+
+
+class WorkerProcess(abc.ABC):
+    """Everything a worker process runs, started in order and stopped in reverse."""
+
+    MODE = "worker"
+
+    def __init__(self, worker_config_path: str, config_cls: type) -> None:
+        from connect.runtime.plugins import PluginRegistry
+
+        self.config = load_worker_config(worker_config_path, config_cls)
+        self.plugins = PluginRegistry(self.config.get_list("plugin.path"))
+        self._check_worker_plugins(worker_config_path)
+        self._stop = threading.Event()
+        self.herder: Any = None
+        self.rest: RestServer | None = None
+        self.backend: Any = None
+
+    def _check_worker_plugins(self, path: str) -> None:
+        for key, kind in (("key.converter", "converter"), ("value.converter", "converter"),
+                          ("header.converter", "header_converter")):
+            name = self.config.get(key)
+            if name:
+                try:
+                    self.plugins.resolve(str(name), kind, key)
+                except ConfigException as exc:
+                    raise CliError(f"{path}: {exc}") from exc
+
+    @abc.abstractmethod
+    def start(self) -> None: ...
+
+    def _start_rest(self, herder: Herder) -> None:
+        listeners = self.config.get_list("listeners")
+        if not listeners:
+            return
+        from rest import RestConfigError, RestServer, create_app
+
+        try:
+            app = create_app(herder, self.config.originals)
+            self.rest = RestServer(app, self.config.originals)
+        except RestConfigError as exc:
+            raise ConfigException(message=str(exc)) from exc
+        self.rest.start()
+
+    def run(self) -> int:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: self._stop.set())
+        from connect.runtime.gc_policy import settle_heap
+
+        settle_heap()  # plugins are loaded: what is alive now lives as long as the process
+        try:
+            self.start()
+        except (ConfigException, ConnectException, LogError, OSError) as exc:
+            log.debug("start-up failed", exc_info=exc)
+            self.shutdown()
+            return fail(str(exc), EXIT_RUNTIME)
+        except Exception as exc:  # the user gets one line; the trace goes to the log
+            log.error("Worker failed to start", exc_info=exc)
+            self.shutdown()
+            return fail(f"worker failed to start: {exc}", EXIT_RUNTIME)
+        log.info("Headrace %s worker started", self.MODE)
+        self._stop.wait()
+        log.info("Shutting down")
+        self.shutdown()
+        log.info("Headrace %s worker stopped", self.MODE)
+        return 0
+
+    def shutdown(self) -> None:
+        if self.rest is not None:
+            self.rest.stop()
+        if self.herder is not None:
+            self.herder.stop()
+        if self.backend is not None:
+            self.backend.close()
+
+
+def keep_secrets_out_of_text(transformer: Any, status: Any) -> None:
+    """Values resolved from config providers are blanked from every log line and status trace."""
+    from connect.runtime.config_transformer import SecretRedactingFilter
+
+    status.redact = transformer.redact
+    redacting = SecretRedactingFilter(transformer)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(redacting)

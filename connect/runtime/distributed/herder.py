@@ -1,0 +1,305 @@
+"""DistributedHerder: one worker of a cluster that shares connectors and tasks through Kafka's group coordinator.
+
+Every worker reads the config topic and runs what the group's leader assigned it. Config changes are written
+by the leader only (a follower answers REST writes with NotLeaderError, which the REST layer forwards), and
+take effect on every worker when they read the change back from the topic: the tick thread applies config
+updates, restart requests and new assignments to the Worker, in that one thread, so what runs is always
+derived from the config topic and the group's assignment. Statuses go through the status topic, so any
+worker answers status requests for the whole cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from connect.runtime.abstract_herder import AbstractHerder
+from connect.runtime.clock import SYSTEM_CLOCK, Clock
+from connect.runtime.config_store import ConfigSnapshot
+from connect.runtime.distributed.cluster_work import ClusterWork, stored
+from connect.runtime.herder import (
+    NO_LEADER_MESSAGE,
+    AlreadyExistsError,
+    BadRequestError,
+    ConflictError,
+    ConnectorInfo,
+    ConnectorOffset,
+    ConnectorState,
+    ConnectorStateInfo,
+    ConnectorTaskId,
+    ConnectorType,
+    InternalRequestSignature,
+    NotFoundError,
+    NotLeaderError,
+    ServiceUnavailableError,
+    State,
+    TargetState,
+    TaskInfo,
+    TaskState,
+)
+from connect.runtime.offset_admin import (
+    STOPPED_REQUIRED,
+    alter_sink_offsets,
+    check_source_offsets,
+    reset_sink_offsets,
+    sink_offsets,
+)
+from connect.runtime.worker import Worker
+
+__all__ = ["DistributedHerder"]
+
+log = logging.getLogger(__name__)
+
+
+_MAX_TICK_S = 1.0
+_RECONFIGURE_BACKOFF_S = (0.25, 10.0)
+_REQUEST_TIMEOUT_S = 60.0
+
+
+class DistributedHerder(AbstractHerder):
+    """``config_store`` is a KafkaConfigBackingStore; ``member_factory(listener, config_state, refresh_config)``
+    makes the WorkerGroupMember (tests give their own)."""
+
+    def __init__(self, worker: Worker, config_store: Any, rest_url: str, *,
+                 member_factory: Callable[..., Any], group_id: str = "connect-cluster", key_ttl_ms: int = 3_600_000,
+                 sync_timeout_ms: int = 3000, clock: Clock = SYSTEM_CLOCK,
+                 http: httpx.Client | None = None) -> None:
+        super().__init__(worker.worker_id, worker.plugins, worker.status, worker.config)
+        self.worker = worker
+        self.store = config_store
+        self.rest_url = rest_url.rstrip("/")
+        self.cluster = ClusterWork(worker, config_store, rest_url, member_factory=member_factory,
+                                   secret_keys=self._task_secret_keys, group_id=group_id, key_ttl_ms=key_ttl_ms,
+                                   sync_timeout_ms=sync_timeout_ms, clock=clock, http=http)
+        self._cluster_id: str | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.store.start()
+        self.cluster.start()
+
+    def stop(self) -> None:
+        self.cluster.stop()
+        self.worker.stop()
+        self.store.stop()
+
+    def is_ready(self) -> bool:
+        return self.cluster.ready
+
+    def health_problem(self) -> str | None:
+        return None
+
+    def kafka_cluster_id(self) -> str:
+        if self._cluster_id is None:
+            self._cluster_id = self.worker.admin.cluster_id()
+        return self._cluster_id
+
+    def _task_secret_keys(self, config: Mapping[str, str], task_configs: list[dict[str, str]]) -> set[str]:
+        keys = set(self.password_keys(config))
+        secrets = {config[k] for k in keys if config.get(k)}
+        for task_config in task_configs:
+            keys.update(k for k, v in task_config.items() if v in secrets)
+        return keys
+
+    # --- where a request must run --------------------------------------------------------------------------------
+    def _require_leader(self) -> None:
+        if self.cluster.rebalancing or self.cluster.leader_url is None:
+            raise ConflictError(NO_LEADER_MESSAGE)
+        if not self.cluster.is_leader:
+            raise NotLeaderError("This worker is not the leader; the request goes to the leader", self.cluster.leader_url)
+
+    def _config(self, name: str) -> dict[str, str]:
+        config = self.store.snapshot().connectors.get(name)
+        if config is None:
+            raise NotFoundError(f"Connector {name} not found")
+        return config
+
+    def _info(self, name: str, snapshot: ConfigSnapshot | None = None) -> ConnectorInfo:
+        snapshot = snapshot or self.store.snapshot()
+        config = snapshot.connectors.get(name)
+        if config is None:
+            raise NotFoundError(f"Connector {name} not found")
+        tasks = tuple(ConnectorTaskId(name, i) for i in range(len(snapshot.task_configs.get(name, []))))
+        return ConnectorInfo(name, self.mask(config), tasks, self.connector_type_of(config))
+
+    # --- Herder: connectors (reads on any worker, writes on the leader) ---------------------------------------
+    def connectors(self) -> list[str]:
+        return sorted(self.store.snapshot().connectors)
+
+    def connector_info(self, name: str) -> ConnectorInfo:
+        return self._info(name)
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        return self.mask(self._config(name))
+
+    def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool,
+                             initial_state: TargetState | None = None) -> tuple[bool, ConnectorInfo]:
+        self._require_leader()
+        existing = self.store.snapshot().connectors.get(name)
+        if existing is not None and not allow_replace:
+            raise AlreadyExistsError(f"Connector {name} already exists")
+        config = self.unmask({**config, "name": name} if "name" not in config else config, existing)
+        if config.get("name") != name:
+            raise BadRequestError(f"Connector name configuration ({config.get('name')}) doesn't match connector "
+                                  f"name in the URL ({name})")
+        self.validate_or_raise(config)
+        with stored(f"Connector {name}'s config"):
+            self.store.put_connector_config(name, config, None if existing is not None else (
+                initial_state or TargetState.STARTED), self.password_keys(config))
+        log.info("[%s] Connector config %s", name, "updated" if existing is not None else "created")
+        return existing is None, self._info(name)
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> ConnectorInfo:
+        self._require_leader()
+        config = dict(self._config(name))
+        for key, value in patch.items():
+            if value is None:
+                config.pop(key, None)
+            else:
+                config[key] = value
+        return self.put_connector_config(name, config, allow_replace=True)[1]
+
+    def delete_connector(self, name: str) -> None:
+        self._require_leader()
+        self._config(name)
+        with stored(f"Deletion of connector {name}"):
+            self.store.remove_connector(name)
+        log.info("[%s] Connector deleted", name)
+
+    def connector_status(self, name: str) -> ConnectorStateInfo:
+        snapshot = self.store.snapshot()
+        config = snapshot.connectors.get(name)
+        if config is None:
+            raise NotFoundError(f"Connector {name} not found")
+        count = len(snapshot.task_configs.get(name, []))
+        return self.build_status(name, config, count, self.worker.connector_task_metrics(name),
+                                 self.worker.backend.health_problem())
+
+    def task_status(self, task: ConnectorTaskId) -> TaskState:
+        for t in self.connector_status(task.connector).tasks:
+            if t.id == task.task:
+                return t
+        raise NotFoundError(f"No status found for task {task}")
+
+    def task_configs(self, name: str) -> list[TaskInfo]:
+        snapshot = self.store.snapshot()
+        if name not in snapshot.connectors:
+            raise NotFoundError(f"Connector {name} not found")
+        return [TaskInfo(ConnectorTaskId(name, i), self.mask(cfg))
+                for i, cfg in enumerate(snapshot.task_configs.get(name, []))]
+
+    def put_task_configs(self, name: str, configs: list[dict[str, str]],
+                         signature: InternalRequestSignature) -> None:
+        if self.cluster.member is not None and self.cluster.member.protocol_version >= 2:
+            key = self.cluster.session_key
+            if key is None:
+                raise ServiceUnavailableError("This worker has not read the cluster's session key yet; retry the "
+                                              "request")
+            key.verify(signature)
+        self._require_leader()
+        self.cluster.store_task_configs(name, configs)
+
+    def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> ConnectorStateInfo | None:
+        self._require_leader()
+        before = self.connector_status(name)
+        with stored(f"Restart request of connector {name}"):
+            self.store.put_restart_request(name, include_tasks, only_failed)
+        if not include_tasks and not only_failed:
+            return None
+        restart_connector = not only_failed or before.connector.state is State.FAILED
+        connector = (ConnectorState(State.RESTARTING, before.connector.worker_id) if restart_connector
+                     else before.connector)
+        tasks = tuple(TaskState(t.id, State.RESTARTING, t.worker_id)
+                      if include_tasks and (not only_failed or t.state is State.FAILED) else t for t in before.tasks)
+        return ConnectorStateInfo(name, connector, tasks, before.type)
+
+    def restart_task(self, task: ConnectorTaskId) -> None:
+        snapshot = self.store.snapshot()
+        if task.connector not in snapshot.connectors:
+            raise NotFoundError(f"Connector {task.connector} not found")
+        if task.task >= len(snapshot.task_configs.get(task.connector, [])):
+            raise NotFoundError(f"Task {task} not found")
+        if self.cluster.work.owns_task(task):
+            self.cluster.on_tick_thread(lambda: self.cluster.work.restart_tasks([task], self.store.snapshot()))
+            return
+        self._require_leader()
+        status = self.status.task(task)
+        if status is None or not status.worker_id or status.worker_id == self.worker_id:
+            raise ConflictError(f"Task {task} is not running on any worker right now (a rebalance may be under "
+                                "way); retry the request")
+        scheme = self.rest_url.split("://", 1)[0]
+        raise NotLeaderError(f"Task {task} runs on worker {status.worker_id}", f"{scheme}://{status.worker_id}")
+
+    def pause_connector(self, name: str) -> None:
+        self._require_leader()
+        self._config(name)
+        self._put_target_state(name, TargetState.PAUSED)
+        log.info("[%s] Connector paused", name)
+
+    def resume_connector(self, name: str) -> None:
+        self._require_leader()
+        self._config(name)
+        self._put_target_state(name, TargetState.STARTED)
+        log.info("[%s] Connector resumed", name)
+
+    def stop_connector(self, name: str) -> None:
+        self._require_leader()
+        self._config(name)
+        self._put_target_state(name, TargetState.STOPPED)
+        with stored(f"Task configs of connector {name}"):
+            self.store.put_task_configs(name, [], ())
+        log.info("[%s] Connector stopped", name)
+
+    def _put_target_state(self, name: str, target: TargetState) -> None:
+        with stored(f"Target state {target.value} of connector {name}"):
+            self.store.put_target_state(name, target)
+
+    # --- topics and offsets ------------------------------------------------------------------------------------
+    def connector_active_topics(self, name: str) -> list[str]:
+        self._config(name)
+        return self.status.topics(name)
+
+    def reset_connector_active_topics(self, name: str) -> None:
+        self._config(name)
+        self.status.reset_topics(name)
+
+    def connector_offsets(self, name: str) -> list[ConnectorOffset]:
+        config = self._config(name)
+        if self.connector_type_of(config) is ConnectorType.SINK:
+            return sink_offsets(self.worker.admin, name)
+        self.cluster.refresh_offsets()
+        return [ConnectorOffset(p, o) for p, o in self.worker.offset_store.connector_offsets(name)]
+
+    def _require_stopped(self, name: str) -> dict[str, str]:
+        self._require_leader()
+        config = self._config(name)
+        status = self.status.connector(name)
+        if self.store.snapshot().target_state(name) is not TargetState.STOPPED or (
+                status is not None and status.state is not State.STOPPED):
+            raise BadRequestError(STOPPED_REQUIRED.replace("{name}", name))
+        return config
+
+    def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> str:
+        config = self._require_stopped(name)
+        if self.connector_type_of(config) is ConnectorType.SINK:
+            alter_sink_offsets(self.worker.admin, name, offsets)
+        else:
+            check_source_offsets(offsets)
+            self.worker.offset_store.put(name, [(e.partition, e.offset) for e in offsets])
+        log.info("[%s] Offsets altered for %d partition(s)", name, len(offsets))
+        return "The offsets for this connector have been altered successfully"
+
+    def reset_connector_offsets(self, name: str) -> str:
+        config = self._require_stopped(name)
+        if self.connector_type_of(config) is ConnectorType.SINK:
+            reset_sink_offsets(self.worker.admin, name)
+        else:
+            self.cluster.refresh_offsets()
+            self.worker.offset_store.reset(name)
+        log.info("[%s] Offsets reset", name)
+        return "The offsets for this connector have been reset successfully"
+
+

@@ -1,0 +1,160 @@
+"""An internal topic read to its end, then followed: the base of the distributed config, status and offset stores.
+
+Every worker keeps its view of the cluster by reading each internal topic from the beginning at start
+and then tailing it on one thread; ``read_to_end`` waits until everything written before the call has
+been applied (Kafka Connect's ``readToEnd``), which is how a worker reads its own writes and catches up
+with the leader. Writes wait for the log's acknowledgement.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from connect.api.topic_partition import TopicPartition
+from connect.log.api import Consumer, LogBackend, LogError, NewTopic, Producer
+
+__all__ = ["KafkaBasedLog", "ensure_internal_topic"]
+
+log = logging.getLogger(__name__)
+
+RecordCallback = Callable[[bytes | None, bytes | None, int, int], None]
+
+
+def ensure_internal_topic(backend: LogBackend, topic: str, config_key: str, partitions: int,
+                          replication_factor: int) -> int:
+    """Create ``topic`` compacted if it is missing; refuse one that is not compacted. Its partition count."""
+    admin = backend.admin()
+    try:
+        admin.create_topic(NewTopic(topic, partitions, replication_factor, {"cleanup.policy": "compact"}),
+                           exist_ok=True)
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                described = admin.describe_topic(topic)
+                break
+            except LogError:  # a topic just created has no partition leaders for a moment
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        admin.close()
+    policy = described.configs.get("cleanup.policy", "compact")
+    if "compact" not in policy:
+        raise LogError(f"Topic '{topic}' supplied via the '{config_key}' property is required to have "
+                       f"'cleanup.policy=compact' to guarantee consistency and durability of the data it "
+                       f"holds, but found '{policy}'")
+    return int(described.partitions)
+
+
+class KafkaBasedLog:
+    def __init__(self, backend: LogBackend, topic: str, on_record: RecordCallback,
+                 producer_config: Mapping[str, Any] | None = None) -> None:
+        self.backend = backend
+        self.topic = topic
+        self._on_record = on_record
+        self._producer_config = {"acks": "all", **(producer_config or {})}
+        self._consumer: Consumer | None = None
+        self._ends: Consumer | None = None  # a second consumer only asks for end offsets
+        self._producer: Producer | None = None
+        self._partitions: list[TopicPartition] = []
+        self._applied: dict[TopicPartition, int] = {}
+        self._wanted: dict[TopicPartition, int] = {}  # the end offsets read_to_end calls wait for
+        self._progress = threading.Condition()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+
+    @property
+    def partitions(self) -> int:
+        return len(self._partitions)
+
+    def start(self, partitions: int, timeout: float = 60.0) -> None:
+        self._partitions = [TopicPartition(self.topic, p) for p in range(partitions)]
+        config = {"auto.offset.reset": "earliest", "enable.auto.commit": "false"}
+        self._consumer = self.backend.consumer(None, config)
+        self._ends = self.backend.consumer(None, config)
+        self._consumer.assign(self._partitions)
+        self._consumer.seek_to_beginning(self._partitions)
+        self._applied = {tp: 0 for tp in self._partitions}
+        self._producer = self.backend.producer(self._producer_config)
+        self._thread = threading.Thread(target=self._run, name=f"{self.topic}-reader", daemon=True)
+        self._thread.start()
+        if not self.read_to_end(timeout):
+            raise LogError(f"Timed out after {timeout:.0f} s reading topic '{self.topic}' to its end")
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10.0)
+        for closeable in (self._consumer, self._ends):
+            if closeable is not None:
+                closeable.close()
+        if self._producer is not None:
+            self._producer.close(5.0)
+
+    def _run(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        while not self._stop.is_set():
+            try:
+                batches = consumer.poll(0.2, 10000)
+                positions: dict[TopicPartition, int] = {}
+                for batch in batches:
+                    for key, value, offset in zip(batch.keys, batch.values, batch.offsets, strict=True):
+                        self._on_record(key, value, batch.partition, offset)
+                    positions[TopicPartition(self.topic, batch.partition)] = batch.next_offset
+                if not batches:
+                    # Nothing came: a partition still short of what read_to_end waits for may end in records
+                    # a reader never sees (transaction markers, compacted-away offsets); its position says.
+                    with self._progress:
+                        behind = [tp for tp, end in self._wanted.items() if self._applied[tp] < end]
+                    positions = {tp: consumer.position(tp) for tp in behind}
+            except Exception as exc:  # keep following; a reader that dies would freeze the worker's view
+                log.exception("Error reading topic '%s'; retrying", self.topic)
+                self._failure = exc
+                self._stop.wait(1.0)
+                continue
+            with self._progress:
+                for tp, position in positions.items():
+                    if position is not None and position >= 0:
+                        self._applied[tp] = max(self._applied[tp], position)
+                self._progress.notify_all()
+
+    def read_to_end(self, timeout: float) -> bool:
+        """Wait until every record written before this call has been applied; False on timeout."""
+        assert self._ends is not None, "start() first"
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                ends = self._ends.end_offsets(self._partitions)
+                break
+            except LogError as exc:  # a topic just created has no leader yet, a broker may be moving
+                if time.monotonic() >= deadline:
+                    log.warning("Could not read the end offsets of topic '%s': %s", self.topic, exc)
+                    return False
+                log.debug("End offsets of topic '%s' not available yet: %s", self.topic, exc)
+                time.sleep(0.2)
+        with self._progress:
+            for tp, end in ends.items():
+                self._wanted[tp] = max(self._wanted.get(tp, 0), end)
+            while any(self._applied[tp] < end for tp, end in ends.items()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._progress.wait(min(left, 0.5))
+        return True
+
+    def send(self, key: bytes, value: bytes | None, partition: int | None = None) -> None:
+        assert self._producer is not None, "start() first"
+        self._producer.send(self.topic, value, key, partition)
+
+    def flush(self, timeout: float) -> None:
+        """Wait for every sent record's acknowledgement; LogError when one failed or did not come in time."""
+        assert self._producer is not None, "start() first"
+        left = self._producer.flush(timeout)
+        if left:
+            raise LogError(f"{left} write(s) to topic '{self.topic}' not acknowledged within {timeout:.0f} s")

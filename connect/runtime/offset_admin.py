@@ -1,0 +1,60 @@
+"""The offsets REST endpoints' work that both herders share: sink offsets live in the connector's consumer
+group (``connect-<connector>``), source offsets in the offset store; both may change only while the
+connector is STOPPED."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from connect.api.topic_partition import TopicPartition
+from connect.log.api import Admin, LogError
+from connect.runtime.herder import BadRequestError, ConnectorOffset, HerderError
+
+__all__ = ["STOPPED_REQUIRED", "alter_sink_offsets", "check_source_offsets", "reset_sink_offsets", "sink_offsets"]
+
+STOPPED_REQUIRED = (
+    "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the "
+    "specified connector by issuing a 'PUT' request to the '/connectors/{name}/stop' endpoint"
+)
+
+
+def sink_offsets(admin: Admin, name: str) -> list[ConnectorOffset]:
+    offsets = admin.list_group_offsets(f"connect-{name}")
+    return [ConnectorOffset({"kafka_topic": tp.topic, "kafka_partition": tp.partition}, {"kafka_offset": off})
+            for tp, off in sorted(offsets.items())]
+
+
+def alter_sink_offsets(admin: Admin, name: str, offsets: list[ConnectorOffset]) -> None:
+    changes: dict[TopicPartition, int | None] = {}
+    for entry in offsets:
+        topic, partition = entry.partition.get("kafka_topic"), entry.partition.get("kafka_partition")
+        if not isinstance(topic, str) or not topic:
+            raise BadRequestError("Kafka topic names must be valid strings and may not be null")
+        if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
+            raise BadRequestError("Kafka partitions must be valid numbers and may not be null")
+        if entry.offset is None:
+            changes[TopicPartition(topic, partition)] = None
+            continue
+        value = entry.offset.get("kafka_offset")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise BadRequestError("Kafka offsets must be valid numbers and may not be null or negative")
+        changes[TopicPartition(topic, partition)] = value
+    try:
+        admin.alter_group_offsets(f"connect-{name}", changes)
+    except LogError as exc:
+        raise HerderError(f"Failed to alter consumer group offsets for connector {name}: {exc}") from exc
+
+
+def reset_sink_offsets(admin: Admin, name: str) -> None:
+    try:
+        admin.delete_group(f"connect-{name}")
+    except LogError as exc:
+        raise HerderError(f"Failed to reset offsets for connector {name}: {exc}") from exc
+
+
+def check_source_offsets(offsets: list[ConnectorOffset]) -> None:
+    for entry in offsets:
+        if not isinstance(entry.partition, Mapping) or not entry.partition:
+            raise BadRequestError("Source partitions may not be null or empty")
+        if entry.offset is not None and not isinstance(entry.offset, Mapping):
+            raise BadRequestError("Source offsets must be maps or null")

@@ -1,0 +1,308 @@
+"""DistributedHerder in-process: a real Worker on the in-memory log, a fake group member and an in-memory
+config store, driven tick by tick on the test's thread (no group, no Kafka, milliseconds per test)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from connect.runtime.config_store import ConfigSnapshot
+from connect.runtime.distributed.cluster_work import ClusterWork
+from connect.runtime.distributed.herder import DistributedHerder
+from connect.runtime.distributed.protocol import CONFIG_MISMATCH, NO_ERROR, Assignment
+from connect.runtime.distributed.session_key import SessionKey
+from connect.runtime.herder import (
+    BadRequestError,
+    ConflictError,
+    ConnectorTaskId,
+    ForbiddenError,
+    InternalRequestSignature,
+    NotLeaderError,
+    ServiceUnavailableError,
+    State,
+    TargetState,
+)
+from connect.runtime.offset_committer import SourceTaskOffsetCommitter
+from connect.runtime.worker import Worker
+from connect.runtime.worker_config import DistributedConfig
+from tests.runtime.fakes import FakeClock, MemoryBackend, MemoryOffsetStore, RecordingStatus, registry
+
+SOURCE = {"connector.class": "CountingSourceConnector", "tasks.max": "2", "lines": "2"}
+ME, OTHER = "member-me", "member-other"
+MY_URL, OTHER_URL = "http://127.0.0.1:18083", "http://127.0.0.1:18084"
+
+
+class MemoryConfigStore:
+    """The config topic as a list of records applied to a ConfigSnapshot, calling the listener as the
+    KafkaConfigBackingStore's reader thread would."""
+
+    def __init__(self) -> None:
+        self._snapshot = ConfigSnapshot()
+        self.listener: object = None
+        self.records: list[tuple[str, object]] = []
+        self.fail_writes = False
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def snapshot(self) -> ConfigSnapshot:
+        return copy.deepcopy(self._snapshot)  # as the real store: a copy the herder reads without locks
+
+    def refresh(self, min_offset: int, timeout: float) -> int:
+        return self._snapshot.offset
+
+    def _append(self, key: str, value: object) -> None:
+        if self.fail_writes:
+            from connect.runtime.config_store import ConfigWriteError
+            raise ConfigWriteError("the config topic refused the write")
+        self.records.append((key, value))
+        self._snapshot.apply(key, value)  # type: ignore[arg-type]
+        self._snapshot.offset += 1
+        listener = self.listener
+        name = key.split("-", 1)[1] if "-" in key else key
+        if key.startswith("connector-"):
+            if value is None:
+                listener.on_connector_config_remove(name)  # type: ignore[attr-defined]
+            else:
+                listener.on_connector_config_update(name)  # type: ignore[attr-defined]
+        elif key.startswith("target-state-"):
+            listener.on_target_state_change(key[len("target-state-"):])  # type: ignore[attr-defined]
+        elif key.startswith("commit-") and listener is not None:
+            listener.on_task_configs_update(key[len("commit-"):], ())  # type: ignore[attr-defined]
+
+    def put_connector_config(self, name: str, config: Mapping[str, str], target: TargetState | None = None,
+                             secret_keys: Sequence[str] = ()) -> None:
+        self._append(f"connector-{name}", {"properties": dict(config)})
+        if target is not None:
+            self.put_target_state(name, target)
+
+    def put_target_state(self, name: str, target: TargetState) -> None:
+        self._append(f"target-state-{name}", {"state.v2": target.value})
+
+    def put_task_configs(self, name: str, configs: Sequence[Mapping[str, str]], secret_keys: object = ()) -> None:
+        for i, cfg in enumerate(configs):
+            self._append(f"task-{name}-{i}", {"properties": dict(cfg)})
+        self._append(f"commit-{name}", {"tasks": len(configs)})
+
+    def remove_connector(self, name: str) -> None:
+        self._append(f"connector-{name}", None)
+        self._append(f"target-state-{name}", None)
+
+    def put_restart_request(self, name: str, include_tasks: bool, only_failed: bool) -> None:
+        self.records.append((f"restart-connector-{name}", {"include-tasks": include_tasks}))
+        self.listener.on_restart_request(name, include_tasks, only_failed)  # type: ignore[attr-defined]
+
+    topic = "connect-configs"
+
+    def put_cluster(self, group_id: str) -> None:
+        self._append("headrace-cluster", {"group.id": group_id})
+
+    def put_session_key(self, key: SessionKey) -> None:
+        self.records.append(("session-key", key.created_ms))
+        self.listener.on_session_key_update(key)  # type: ignore[attr-defined]
+
+
+class FakeMember:
+    def __init__(self, listener: ClusterWork) -> None:
+        self.listener = listener
+        self.member_id = ME
+        self.protocol_version = 2
+        self.pending: list[tuple[Assignment, int]] = []
+        self.rejoins: list[str] = []
+        self.closed = False
+
+    def poll(self, timeout_ms: int) -> None:
+        while self.pending:
+            assignment, generation = self.pending.pop(0)
+            self.listener.on_assigned(assignment, generation)
+
+    def request_rejoin(self, reason: str) -> None:
+        self.rejoins.append(reason)
+
+    def wakeup(self) -> None:
+        pass
+
+    def close(self, timeout_ms: int = 0) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def cluster():
+    clock = FakeClock()
+    backend = MemoryBackend(clock)
+    config = DistributedConfig({
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "bootstrap.servers": "unused:9092", "group.id": "g", "config.storage.topic": "c",
+        "offset.storage.topic": "o", "status.storage.topic": "s", "task.shutdown.graceful.timeout.ms": "2000"})
+    worker = Worker("127.0.0.1:18083", config, registry(), backend, MemoryOffsetStore(), RecordingStatus(),
+                    clock=clock, source_committer=SourceTaskOffsetCommitter(clock))
+    store = MemoryConfigStore()
+    members: list[FakeMember] = []
+
+    def member_factory(listener, state, refresh):
+        members.append(FakeMember(listener))
+        return members[-1]
+
+    herder = DistributedHerder(worker, store, MY_URL, member_factory=member_factory, clock=clock)
+    store.listener = herder.cluster
+    herder.store.start()
+    cluster = herder.cluster
+    cluster._snapshot = store.snapshot()
+    cluster._member = member_factory(cluster, cluster._config_state, cluster._refresh_config)
+    yield herder, store, members[0], clock
+    herder.cluster.work.stop_all()
+    worker.stop()
+
+
+def _lead(member: FakeMember, herder: DistributedHerder, generation: int = 1, leader: str = ME, **items) -> None:
+    url = MY_URL if leader == ME else OTHER_URL
+    member.pending.append((Assignment(NO_ERROR, leader, url, herder.store.snapshot().offset, **items), generation))
+    herder.cluster._tick()
+
+
+def test_requests_during_the_first_rebalance_get_409_with_kafka_connects_message(cluster):
+    herder, _, _, _ = cluster
+    with pytest.raises(ConflictError, match="no known leader URL"):
+        herder.put_connector_config("src", SOURCE, allow_replace=False)
+
+
+def test_a_follower_sends_writes_to_the_leader(cluster):
+    herder, _, member, _ = cluster
+    _lead(member, herder, leader=OTHER)
+    with pytest.raises(NotLeaderError) as err:
+        herder.put_connector_config("src", SOURCE, allow_replace=False)
+    assert err.value.leader_url == OTHER_URL
+
+
+def test_the_leader_stores_a_connector_and_a_rebalance_is_asked_for(cluster):
+    herder, store, member, _ = cluster
+    _lead(member, herder)
+    created, info = herder.put_connector_config("src", SOURCE, allow_replace=False)
+    assert created and info.tasks == ()
+    assert ("connector-src", {"properties": {**SOURCE, "name": "src"}}) in store.records
+    herder.cluster._tick()
+    assert any("src was created" in r for r in member.rejoins)
+
+
+def test_an_assigned_connector_starts_and_its_task_configs_are_written_by_the_leader(cluster):
+    herder, store, member, _ = cluster
+    _lead(member, herder)
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    _lead(member, herder, generation=2, connectors=("src",))
+    herder.cluster._tick()
+    assert [k for k, _ in store.records if k.startswith(("task-", "commit-"))] == [
+        "task-src-0", "task-src-1", "commit-src"]
+    tasks = (ConnectorTaskId("src", 0), ConnectorTaskId("src", 1))
+    _lead(member, herder, generation=3, tasks=tasks)
+    for t in tasks:
+        herder.status.await_task(t, State.RUNNING)
+    assert herder.cluster.work.tasks == frozenset(tasks)
+
+
+def test_revoked_work_stops_and_the_worker_rejoins_at_once(cluster):
+    herder, _, member, _ = cluster
+    _lead(member, herder)
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    _lead(member, herder, generation=2, connectors=("src",))
+    herder.cluster._tick()
+    t0, t1 = ConnectorTaskId("src", 0), ConnectorTaskId("src", 1)
+    _lead(member, herder, generation=3, tasks=(t0, t1))
+    herder.status.await_task(t1, State.RUNNING)
+    member.rejoins.clear()
+    _lead(member, herder, generation=4, revoked_tasks=(t1,))
+    assert herder.cluster.work.tasks == frozenset({t0})
+    assert t1 not in herder.worker.task_ids("src")
+    assert member.rejoins == ["revoked work must be reassigned"]
+
+
+def test_a_config_mismatch_rejoins_without_starting_anything(cluster):
+    herder, _, member, _ = cluster
+    member.pending.append((Assignment(CONFIG_MISMATCH, ME, MY_URL, 99), 1))
+    herder.cluster._tick()
+    assert member.rejoins == ["config topic behind the leader"]
+    with pytest.raises(ConflictError):
+        herder.put_connector_config("x", SOURCE, allow_replace=False)
+
+
+def test_a_scheduled_delay_rejoins_when_it_is_over(cluster):
+    herder, _, member, clock = cluster
+    member.pending.append((Assignment(NO_ERROR, ME, MY_URL, 0, delay_ms=3000), 1))
+    herder.cluster._tick()
+    assert member.rejoins == []
+    clock.advance(3.1)
+    herder.cluster._tick()
+    assert member.rejoins == ["the scheduled rebalance delay is over"]
+
+
+def test_stop_writes_stopped_and_empty_task_configs_and_the_owner_stops_its_tasks(cluster):
+    herder, store, member, _ = cluster
+    _lead(member, herder)
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    _lead(member, herder, generation=2, connectors=("src",))
+    herder.cluster._tick()
+    t0, t1 = ConnectorTaskId("src", 0), ConnectorTaskId("src", 1)
+    _lead(member, herder, generation=3, tasks=(t0, t1))
+    herder.status.await_task(t0, State.RUNNING)
+    herder.stop_connector("src")
+    assert store.records[-2:] == [("target-state-src", {"state.v2": "STOPPED"}), ("commit-src", {"tasks": 0})]
+    herder.cluster._tick()
+    assert herder.worker.task_ids("src") == []
+    assert herder.status.connector("src").state is State.STOPPED
+
+
+def test_task_configs_from_another_worker_need_the_session_key_signature(cluster):
+    herder, store, member, _ = cluster
+    _lead(member, herder)
+    herder.cluster._tick()  # the leader writes the first session key
+    key = herder.cluster.session_key
+    assert key is not None and "session-key" in [k for k, _ in store.records]
+    assert ("headrace-cluster", {"group.id": "connect-cluster"}) in store.records
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    body = b'[{"a":"1"}]'
+    with pytest.raises(BadRequestError, match="missing required signature"):
+        herder.put_task_configs("src", [{"a": "1"}], InternalRequestSignature(body, None, None))
+    wrong = SessionKey.generate(0).sign(body)
+    with pytest.raises(ForbiddenError, match="invalid signature"):
+        herder.put_task_configs("src", [{"a": "1"}], InternalRequestSignature(
+            body, wrong["X-Connect-Request-Signature-Algorithm"], wrong["X-Connect-Authorization"]))
+    good = key.sign(body)
+    herder.put_task_configs("src", [{"a": "1"}], InternalRequestSignature(
+        body, good["X-Connect-Request-Signature-Algorithm"], good["X-Connect-Authorization"]))
+    assert store.snapshot().task_configs["src"] == [{"a": "1"}]
+
+
+def test_without_a_session_key_yet_internal_requests_get_503(cluster):
+    herder, _, member, _ = cluster
+    _lead(member, herder, leader=OTHER)
+    with pytest.raises(ServiceUnavailableError):
+        herder.put_task_configs("src", [], InternalRequestSignature(b"[]", None, "x"))
+
+
+def test_a_failed_config_write_changes_nothing_and_says_why(cluster):
+    herder, store, member, _ = cluster
+    _lead(member, herder)
+    store.fail_writes = True
+    with pytest.raises(Exception, match="not stored: the config topic refused the write"):
+        herder.put_connector_config("src", SOURCE, allow_replace=False)
+    assert herder.connectors() == []
+
+
+def test_a_deleted_connector_stops_on_its_worker(cluster):
+    herder, _, member, _ = cluster
+    _lead(member, herder)
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    _lead(member, herder, generation=2, connectors=("src",))
+    herder.cluster._tick()
+    t0 = ConnectorTaskId("src", 0)
+    _lead(member, herder, generation=3, tasks=(t0,))
+    herder.status.await_task(t0, State.RUNNING)
+    herder.delete_connector("src")
+    herder.cluster._tick()
+    assert herder.worker.task_ids("src") == [] and not herder.worker.is_connector_running("src")
+    assert herder.cluster.work.connectors == frozenset()
