@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from connect.api.topic_partition import TopicPartition
 from connect.log import open_log_backend
+from connect.runtime.distributed.offset_backing_store import offset_partition
 from tests.distributed.cluster import JSON, DistributedWorker, wait_running
 from tests.support import line_count, wait_until
 
@@ -21,6 +23,28 @@ pytestmark = pytest.mark.timeout(300)
 class _JavaNames:
     def __init__(self, group: str, configs: str, offsets: str, status: str) -> None:
         self.group, self.configs, self.offsets, self.status = group, configs, offsets, status
+
+
+def _raw_keys(bootstrap: str, topic: str) -> list[tuple[bytes, int, int]]:
+    """(key, partition, partition count) of every record of ``topic``."""
+    backend = open_log_backend({"bootstrap.servers": bootstrap})
+    admin = backend.admin()
+    count = admin.describe_topic(topic).partitions
+    admin.close()
+    consumer = backend.consumer(None, {"auto.offset.reset": "earliest", "enable.auto.commit": "false"})
+    tps = [TopicPartition(topic, p) for p in range(count)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(tps)
+    ends = consumer.end_offsets(tps)
+    out = []
+    try:
+        while any(consumer.position(tp) < ends[tp] for tp in tps):
+            for batch in consumer.poll(1.0, 1000):
+                out.extend((k, batch.partition, count) for k in batch.keys if k is not None)
+    finally:
+        consumer.close()
+        backend.close()
+    return out
 
 
 def _group_offset_total(bootstrap: str, group: str, topic: str) -> int:
@@ -57,6 +81,10 @@ def test_headrace_runs_a_stopped_java_clusters_connectors_from_their_stored_stat
                what="Java's sink committing its group offsets")
     cluster = java.cluster_properties()
     java.stop()
+    # Java placed each offset key by murmur2 of its bytes: Headrace computes the same partition, so its
+    # writes of a key land beside Java's and compaction keeps one offset per key
+    java_keys = _raw_keys(kafka.bootstrap_servers, cluster["offset.storage.topic"])
+    assert java_keys and all(p == offset_partition(k, n) for k, p, n in java_keys), java_keys
 
     with source_file.open("a") as fh:
         fh.write("".join(f"headrace-{i}\n" for i in range(50)))
