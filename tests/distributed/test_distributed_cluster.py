@@ -8,6 +8,7 @@ would be in its own configured times.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import Counter
@@ -277,3 +278,25 @@ def test_a_second_cluster_on_the_same_topics_is_refused(tmp_path, kafka, names, 
         assert first[0].alive()
     finally:
         _stop_all(first)
+
+
+def test_one_eager_worker_makes_the_whole_group_use_the_eager_protocol(tmp_path, kafka, names, unique_topic):
+    topic = unique_topic("eager")
+    Feed(kafka, topic, 4).backend.close()
+    workers = [DistributedWorker(tmp_path, kafka, names, 0),
+               DistributedWorker(tmp_path, kafka, names, 1, **{"connect.protocol": "eager"})]
+    try:
+        for w in workers:
+            w.start()
+        with workers[0].http() as http:
+            wait_until(lambda: _sink(http, "eager", topic, tmp_path / "sink.txt", tasks=4).status_code in (200, 201),
+                       60, 0.5, what="the connector created")
+        body = wait_running(workers[1], "eager", 4)
+        assert sorted(running_tasks(body, 4).values()) == [2, 2]  # type: ignore[union-attr]
+        for w in workers:
+            joins = re.findall(r"Joined group \S+ generation \d+ as \S+ with protocol (\w+)", w.log())
+            assert joins and joins[-1] == "default", joins
+        # the sessioned worker offers sessioned first, so only the eager one made the group settle on default
+        assert "with protocol sessioned" not in workers[1].log()
+    finally:
+        _stop_all(workers)
