@@ -7,8 +7,10 @@ from typing import Any, TypeVar
 
 import attrs
 
+from connect.api.config import ConfigType, parse_type
 from connect.api.records import ConnectRecord
 from connect.api.transform import Predicate, Transformation
+from connect.runtime.connector_config import ConnectorConfig
 from connect.runtime.plugins import PluginRegistry
 
 __all__ = ["TransformationChain", "build_chain"]
@@ -107,23 +109,24 @@ def _sub_configs(config: Mapping[str, Any], prefix: str, exclude: set[str]) -> d
     return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix) and k[len(prefix):] not in exclude}
 
 
-def build_chain(plugins: PluginRegistry, config: Mapping[str, Any]) -> TransformationChain | None:
-    """Instantiate and configure the chain a connector config describes; None when it has no transforms."""
-    aliases = [a.strip() for a in str(config.get("transforms") or "").split(",") if a.strip()]
+def build_chain(plugins: PluginRegistry, config: ConnectorConfig) -> TransformationChain | None:
+    """Instantiate and configure the chain a parsed connector config describes; None when it has no transforms."""
+    aliases = config.transforms
     if not aliases:
         return None
+    props = config.originals
     predicates: dict[str, Predicate] = {}
-    for alias in [a.strip() for a in str(config.get("predicates") or "").split(",") if a.strip()]:
+    for alias in config.predicates:
         prefix = f"predicates.{alias}."
-        predicate = plugins.new_instance(str(config.get(prefix + "type", "")), "predicate", prefix + "type")
-        predicate.configure(_sub_configs(config, prefix, {"type"}))  # type: ignore[attr-defined]
+        predicate = plugins.new_instance(str(props.get(prefix + "type", "")), "predicate", prefix + "type")
+        predicate.configure(_sub_configs(props, prefix, {"type"}))  # type: ignore[attr-defined]
         predicates[alias] = predicate  # type: ignore[assignment]
     stages = []
     for alias in aliases:
         prefix = f"transforms.{alias}."
-        transform = plugins.new_instance(str(config.get(prefix + "type", "")), "transformation", prefix + "type")
-        transform.configure(_sub_configs(config, prefix, {"type", "predicate", "negate"}))  # type: ignore[attr-defined]
-        pred_alias = config.get(prefix + "predicate") or None
-        negate = str(config.get(prefix + "negate", "false")).lower() == "true"
+        transform = plugins.new_instance(str(props.get(prefix + "type", "")), "transformation", prefix + "type")
+        transform.configure(_sub_configs(props, prefix, {"type", "predicate", "negate"}))  # type: ignore[attr-defined]
+        pred_alias = props.get(prefix + "predicate") or None
+        negate = bool(parse_type(prefix + "negate", props.get(prefix + "negate", False), ConfigType.BOOLEAN))
         stages.append(TransformStage(alias, transform, predicates.get(pred_alias) if pred_alias else None, negate))  # type: ignore[arg-type]
     return TransformationChain(stages)

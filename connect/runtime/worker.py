@@ -267,7 +267,7 @@ class Worker:
         parsed = self._parse_connector_config(SourceConnectorConfig if isinstance(task, SourceTask)
                                               else SinkConnectorConfig, cc)
         converters = self._converters(parsed)
-        chain = build_chain(self.plugins, cc)
+        chain = build_chain(self.plugins, parsed)
         stop_event = threading.Event()
         metrics = ErrorMetrics()
         dlq = self._dlq(parsed, task_id, metrics)

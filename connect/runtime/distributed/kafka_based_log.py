@@ -101,7 +101,11 @@ class KafkaBasedLog:
         assert consumer is not None
         while not self._stop.is_set():
             try:
-                batches = consumer.poll(0.2, 10000)
+                # wait for the first record only: asked for many, the client would wait out the whole timeout
+                # (a config write would then take that long to be read back); then take what has arrived
+                batches = consumer.poll(0.2, 1)
+                if batches:
+                    batches += consumer.poll(0.0, 10000)
                 positions: dict[TopicPartition, int] = {}
                 for batch in batches:
                     for key, value, offset in zip(batch.keys, batch.values, batch.offsets, strict=True):
