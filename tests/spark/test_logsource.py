@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
 from typing import Any
 
@@ -43,6 +42,12 @@ class Collector:
         return wait_until(lambda: len(self.rows()) >= count and self.rows(), 120, interval=0.2,
                           what=f"{count} rows")
 
+    def settle(self) -> None:
+        """Wait until Spark has looked for more data and found none: any extra or repeated row would have
+        been delivered by then."""
+        wait_until(lambda: not self.query.status["isDataAvailable"] and not self.query.status["isTriggerActive"],
+                   60, interval=0.2, what="the query to find no more data")
+
     def stop(self) -> None:
         self.query.stop()
 
@@ -54,7 +59,7 @@ def test_reads_every_record_once_with_kafka_columns_and_caps_batches(tmp_path, s
     c = Collector(spark, log_dir, checkpoint, max_per_trigger=1000, known_start="initial")
     try:
         rows = c.wait(4000)
-        time.sleep(1)
+        c.settle()
         assert len(c.rows()) == 4000
         assert max(len(b) for _, b in c.batches) <= 1000 and len(c.batches) >= 4
     finally:
@@ -80,7 +85,7 @@ def test_reads_every_record_once_with_kafka_columns_and_caps_batches(tmp_path, s
     c = Collector(spark, log_dir, checkpoint, max_per_trigger=1000, known_start=known)
     try:
         c.wait(3000)
-        time.sleep(1)
+        c.settle()
         assert len(c.rows()) == 3000 and max(len(b) for _, b in c.batches) <= 1000
         assert sorted(json.loads(r["value"])["id"] for r in c.rows()) == list(range(4000, 7000))
     finally:
@@ -146,7 +151,7 @@ def test_the_source_reads_kafka_through_the_same_log_interface(tmp_path, spark, 
     c = Collector(spark, "", str(tmp_path / "cp"), df=df)
     try:
         rows = c.wait(600)
-        time.sleep(1)
+        c.settle()
         assert len(c.rows()) == 600 and max(len(b) for _, b in c.batches) <= 250
     finally:
         c.stop()
