@@ -9,6 +9,7 @@ while leadership moves during a rebalance).
 from __future__ import annotations
 
 import logging
+import threading
 from urllib.parse import urlencode
 
 import httpx
@@ -32,6 +33,20 @@ _RELAYED_REQUEST_HEADERS = {"content-type", "accept", "authorization", "x-connec
 _DROPPED_RESPONSE_HEADERS = {"connection", "content-length", "transfer-encoding", "keep-alive", "server", "date"}
 
 
+_client: httpx.Client | None = None
+_client_lock = threading.Lock()
+
+
+def _http() -> httpx.Client:
+    """One pooled client for the process: a new client per request would pay for a TLS context and a
+    connection each time, more than the forwarded request itself costs."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            _client = httpx.Client(timeout=FORWARD_TIMEOUT_S)
+        return _client
+
+
 def _next_forward_flag() -> str:
     flag = request.args.get("forward")
     if flag is None:
@@ -51,9 +66,7 @@ def forward_to_leader(error: NotLeaderError) -> Response:
     headers = {k: v for k, v in request.headers.items() if k.lower() in _RELAYED_REQUEST_HEADERS}
     log.debug("Forwarding %s %s to the leader at %s", request.method, printable(request.path), printable(url))
     try:
-        upstream = httpx.request(
-            request.method, url, content=request.get_data(cache=True), headers=headers, timeout=FORWARD_TIMEOUT_S
-        )
+        upstream = _http().request(request.method, url, content=request.get_data(cache=True), headers=headers)
     except httpx.HTTPError as e:
         log.warning("Could not forward %s %s to %s", request.method, printable(request.path), printable(url), exc_info=True)
         raise RestError(500, f"Could not forward the request to the leader at {error.leader_url}: {e}") from None
