@@ -300,3 +300,72 @@ def test_one_eager_worker_makes_the_whole_group_use_the_eager_protocol(tmp_path,
         assert "with protocol sessioned" not in workers[1].log()
     finally:
         _stop_all(workers)
+
+
+def test_every_endpoint_works_through_a_follower(tmp_path, kafka, names, unique_topic):
+    topic = unique_topic("endpoints")
+    source_file = tmp_path / "in.txt"
+    source_file.write_text("a\nb\nc\n")
+    workers = start_cluster(tmp_path, kafka, names, 2)
+    try:
+        leader = leader_of(workers)
+        follower = next(w for w in workers if w is not leader)
+        src = {"connector.class": "FileStreamSource", "tasks.max": "1", "topic": topic, "file": str(source_file)}
+        with follower.http() as http:
+            assert http.get("/").json()["kafka_cluster_id"]
+            assert http.get("/health").status_code == 200
+            assert http.get("/openapi.json").status_code == 200
+            r = http.post("/connectors", json={"name": "src", "config": src})
+            assert r.status_code == 201, r.text
+            assert http.post("/connectors", json={"name": "src", "config": src}).status_code == 409
+            wait_running(follower, "src", 1)
+            assert http.get("/connectors").json() == ["src"]
+            expanded = http.get("/connectors?expand=status&expand=info").json()
+            assert expanded["src"]["status"]["connector"]["state"] == "RUNNING"
+            assert expanded["src"]["info"]["config"]["file"] == str(source_file)
+            assert http.get("/connectors/src").json()["tasks"] == [{"connector": "src", "task": 0}]
+            assert http.get("/connectors/src/config").json()["topic"] == topic
+            assert http.patch("/connectors/src/config", json={"batch.size": "10"}).status_code == 200
+            assert http.put("/connectors/src/config", json={**src, "batch.size": "20"}).status_code == 200
+            wait_until(lambda: http.get("/connectors/src/config").json().get("batch.size") == "20", 30)
+            assert http.get("/connectors/src/tasks").json()[0]["id"] == {"connector": "src", "task": 0}
+            wait_until(lambda: http.get("/connectors/src/tasks/0/status").json()["state"] == "RUNNING", 60)
+            assert http.post("/connectors/src/tasks/0/restart").status_code == 204
+            r = http.post("/connectors/src/restart?includeTasks=true&onlyFailed=false")
+            assert r.status_code == 202 and r.json()["tasks"][0]["state"] == "RESTARTING", r.text
+            assert http.post("/connectors/src/restart").status_code == 204
+            wait_running(follower, "src", 1)
+            wait_until(lambda: http.get("/connectors/src/topics").json() == {"src": {"topics": [topic]}}, 60)
+            assert http.put("/connectors/src/topics/reset").status_code == 202
+            assert http.put("/connectors/src/pause").status_code == 202
+            wait_until(lambda: http.get("/connectors/src/status").json()["connector"]["state"] == "PAUSED", 30)
+            assert http.put("/connectors/src/resume").status_code == 202
+            wait_running(follower, "src", 1)
+            wait_until(lambda: http.get("/connectors/src/offsets").json()["offsets"] == [
+                {"partition": {"filename": str(source_file)}, "offset": {"position": 6}}], 60)
+            assert http.patch("/connectors/src/offsets", json={"offsets": []}).status_code == 400  # not STOPPED
+            assert http.put("/connectors/src/stop").status_code == 204
+            wait_until(lambda: http.get("/connectors/src/status").json()["connector"]["state"] == "STOPPED", 30)
+            r = http.patch("/connectors/src/offsets", json={"offsets": [
+                {"partition": {"filename": str(source_file)}, "offset": {"position": 2}}]})
+            assert r.status_code == 200, r.text
+            wait_until(lambda: http.get("/connectors/src/offsets").json()["offsets"][0]["offset"] == {"position": 2},
+                       30)
+            assert http.delete("/connectors/src/offsets").status_code == 200
+            wait_until(lambda: http.get("/connectors/src/offsets").json()["offsets"] == [], 30)
+            assert any(p["class"].endswith("FileStreamSourceConnector") for p in http.get("/connector-plugins").json())
+            assert http.get("/connector-plugins/FileStreamSource/config").status_code == 200
+            r = http.put("/connector-plugins/FileStreamSource/config/validate", json={**src, "tasks.max": "x"})
+            assert r.status_code == 200 and any(c["value"]["name"] == "tasks.max" and c["value"]["errors"]
+                                                for c in r.json()["configs"]), r.text
+            assert http.get("/admin/loggers").status_code == 200
+            assert http.put("/admin/loggers/connect.runtime", json={"level": "DEBUG"}).status_code == 200
+            assert http.get("/admin/loggers/connect.runtime").json()["level"] == "DEBUG"
+            unsigned = http.post("/connectors/src/tasks", json=[{"a": "b"}])
+            assert unsigned.status_code in (400, 409) and (
+                "signature" in unsigned.text or "leader" in unsigned.text), unsigned.text
+            assert http.delete("/connectors/src").status_code == 204
+            wait_until(lambda: http.get("/connectors").json() == [], 30)
+            assert http.get("/connectors/src/status").status_code == 404
+    finally:
+        _stop_all(workers)

@@ -92,6 +92,14 @@ class _ConnectCoordinator(BaseCoordinator):  # type: ignore[misc]
     def protocol_type(self) -> str:
         return "connect"
 
+    def request_rejoin(self) -> None:
+        # the heartbeat thread calls this when the group starts a rebalance: wake the herder's poll at once
+        # rather than at its next tick, so the rebalance waits for this worker no longer than it must
+        super().request_rejoin()
+        member = getattr(self, "_member", None)
+        if member is not None:
+            member._wake.set()
+
     def group_protocols(self) -> list[tuple[str, bytes]]:
         return self._member._group_protocols()
 
