@@ -59,6 +59,7 @@ class WorkerProcess(abc.ABC):
         self.plugins = PluginRegistry(self.config.get_list("plugin.path"))
         self._check_worker_plugins(worker_config_path)
         self._stop = threading.Event()
+        self._fatal: str | None = None
         self.herder: Any = None
         self.rest: RestServer | None = None
         self.backend: Any = None
@@ -75,6 +76,11 @@ class WorkerProcess(abc.ABC):
 
     @abc.abstractmethod
     def start(self) -> None: ...
+
+    def fail_fatal(self, message: str) -> None:
+        """Stop the process with ``message`` as its one error line (from any thread)."""
+        self._fatal = message
+        self._stop.set()
 
     def _start_rest(self, herder: Herder) -> None:
         listeners = self.config.get_list("listeners")
@@ -110,7 +116,7 @@ class WorkerProcess(abc.ABC):
         log.info("Shutting down")
         self.shutdown()
         log.info("Headrace %s worker stopped", self.MODE)
-        return 0
+        return 0 if self._fatal is None else fail(self._fatal, EXIT_RUNTIME)
 
     def shutdown(self) -> None:
         if self.rest is not None:

@@ -140,7 +140,11 @@ class ConfigSnapshot:
         elif key == OWNER_KEY:
             self.owner = None if value is None else {str(k): str(v) for k, v in value.items()}
         elif key == CLUSTER_KEY:
-            self.cluster = None if value is None else str(value.get("group.id", "")) or None
+            # the first claim decides: two clusters started at once both claim, and the later one gives way
+            if value is None:
+                self.cluster = None
+            elif self.cluster is None:
+                self.cluster = str(value.get("group.id", "")) or None
         elif (m := _TASK_KEY.match(key)) is not None and value is not None:
             self._pending_tasks.setdefault(m.group(1), {})[int(m.group(2))] = {
                 str(k): str(v) for k, v in value.get("properties", {}).items()

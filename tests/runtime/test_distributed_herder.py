@@ -306,3 +306,14 @@ def test_a_deleted_connector_stops_on_its_worker(cluster):
     herder.cluster._tick()
     assert herder.worker.task_ids("src") == [] and not herder.worker.is_connector_running("src")
     assert herder.cluster.work.connectors == frozenset()
+
+
+def test_a_claim_of_these_topics_by_another_cluster_stops_this_worker_with_one_line(cluster):
+    herder, store, member, _ = cluster
+    fatal: list[str] = []
+    herder.cluster._on_fatal = fatal.append
+    store._append("headrace-cluster", {"group.id": "someone-else"})
+    store._append("headrace-cluster", {"group.id": "connect-cluster"})  # a later claim does not win
+    herder.cluster._tick()
+    assert len(fatal) == 1 and "group.id 'someone-else'" in fatal[0] and "connect-cluster" in fatal[0]
+    assert herder.cluster._stopping.is_set()

@@ -80,8 +80,12 @@ class ClusterWork:
                  member_factory: Callable[..., Any], secret_keys: Callable[[Mapping[str, str], list[dict[str, str]]],
                                                                            set[str]],
                  group_id: str = "connect-cluster", key_ttl_ms: int = 3_600_000, sync_timeout_ms: int = 3000,
-                 clock: Clock = SYSTEM_CLOCK, http: httpx.Client | None = None) -> None:
+                 clock: Clock = SYSTEM_CLOCK, http: httpx.Client | None = None,
+                 on_fatal: Callable[[str], None] | None = None) -> None:
+        """``on_fatal(message)``: called once when this worker must not go on (its topics belong to another
+        cluster); the process stops with that message."""
         self.worker = worker
+        self._on_fatal = on_fatal
         self.status = worker.status
         self.store = config_store
         self.rest_url = rest_url.rstrip("/")
@@ -116,14 +120,19 @@ class ClusterWork:
     def start(self) -> None:
         """Join the group and start the tick thread (the config store is started and read)."""
         self._snapshot = self.store.snapshot()
-        claimed = self._snapshot.cluster
-        if claimed is not None and claimed != self.group_id:
-            raise ConnectException(
-                f"Config topic '{self.store.topic}' belongs to the Connect cluster with group.id '{claimed}', not to "
-                f"this worker's group.id '{self.group_id}': give each cluster its own config.storage.topic, "
-                "offset.storage.topic and status.storage.topic")
+        problem = self._foreign_claim()
+        if problem is not None:
+            raise ConnectException(problem)
         self._member = self._member_factory(self, self._config_state, self._refresh_config)
         self._thread.start()
+
+    def _foreign_claim(self) -> str | None:
+        claimed = self.store.snapshot().cluster
+        if claimed is None or claimed == self.group_id:
+            return None
+        return (f"Config topic '{self.store.topic}' belongs to the Connect cluster with group.id '{claimed}', not to "
+                f"this worker's group.id '{self.group_id}': give each cluster its own config.storage.topic, "
+                "offset.storage.topic and status.storage.topic")
 
     def stop(self) -> None:
         self._stopping.set()
@@ -317,6 +326,14 @@ class ClusterWork:
 
     def _tick(self) -> None:
         self._member.poll(self._poll_timeout_ms())
+        problem = self._foreign_claim()
+        if problem is not None:
+            # another cluster claimed these topics first (two clusters started at once): this one gives way
+            log.error(problem)
+            self._stopping.set()
+            if self._on_fatal is not None:
+                self._on_fatal(problem)
+            return
         if self._rejoin_at is not None and self.clock.monotonic() >= self._rejoin_at:
             self._rejoin_at = None
             self._member.request_rejoin("the scheduled rebalance delay is over")

@@ -243,3 +243,4 @@ class WorkerGroupMember:
         log.info("Joined group %s generation %d as %s with protocol %s", self.group_id, generation, member_id,
                  protocol)
         self._listener.on_assigned(assignment, generation)
+        self._wake.set()  # the herder acts on the new assignment now, not after this poll's wait

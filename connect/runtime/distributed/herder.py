@@ -66,14 +66,14 @@ class DistributedHerder(AbstractHerder):
     def __init__(self, worker: Worker, config_store: Any, rest_url: str, *,
                  member_factory: Callable[..., Any], group_id: str = "connect-cluster", key_ttl_ms: int = 3_600_000,
                  sync_timeout_ms: int = 3000, clock: Clock = SYSTEM_CLOCK,
-                 http: httpx.Client | None = None) -> None:
+                 http: httpx.Client | None = None, on_fatal: Callable[[str], None] | None = None) -> None:
         super().__init__(worker.worker_id, worker.plugins, worker.status, worker.config)
         self.worker = worker
         self.store = config_store
         self.rest_url = rest_url.rstrip("/")
         self.cluster = ClusterWork(worker, config_store, rest_url, member_factory=member_factory,
                                    secret_keys=self._task_secret_keys, group_id=group_id, key_ttl_ms=key_ttl_ms,
-                                   sync_timeout_ms=sync_timeout_ms, clock=clock, http=http)
+                                   sync_timeout_ms=sync_timeout_ms, clock=clock, http=http, on_fatal=on_fatal)
         self._cluster_id: str | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------------------
