@@ -447,14 +447,15 @@ def test_kill_9_mid_stream_on_kafka_loses_nothing_and_bounds_duplicates(tmp_path
         assert 0 <= sink_committed <= sink_lines_at_kill
     finally:
         assert writer.finish() == total
+    expected = {f"line-{i:06d}" for i in range(total)}
     worker = connect_standalone(tmp_path, cfg, src, snk)
     try:
-        wait_until(lambda: line_count(tmp_path / "test.sink.txt") >= total, 120, what="all lines after restart")
+        # a count of lines is reached early by the replayed duplicates: wait for every distinct line
+        wait_until(lambda: expected <= set(_lines(tmp_path / "test.sink.txt")), 120, what="every line after restart")
     finally:
         # a clean stop ends every write, so a straggling duplicate is in the file before the count
         assert worker.terminate() == 0, worker.log()
     lines = _lines(tmp_path / "test.sink.txt")
-    expected = {f"line-{i:06d}" for i in range(total)}
     assert expected <= set(lines), f"lost {len(expected - set(lines))} lines"
     duplicates = len(lines) - len(set(lines))
     assert duplicates <= bound, f"{duplicates} duplicates exceed the flush-interval bound {bound}"
