@@ -30,6 +30,8 @@ __all__ = [
     "LogGap",
     "LogReader",
     "OffsetBeyondLogEndError",
+    "ProducerFencedError",
+    "TransactionAbortedError",
     "NewTopic",
     "Producer",
     "RebalanceListener",
@@ -64,6 +66,18 @@ class UnknownTopicError(LogError):
 
 class InvalidTopicError(LogError):
     """A topic name the log cannot accept (Kafka's InvalidTopicException)."""
+
+
+class ProducerFencedError(LogError):
+    """A newer producer with the same ``transactional.id`` has started (or the id was fenced): this one
+    may neither write nor commit again (Kafka's ProducerFencedException). Not retriable: close it."""
+
+
+class TransactionAbortedError(LogError):
+    """The open transaction could not commit and was aborted; none of its records became visible.
+    The producer stays usable: begin a new transaction."""
+
+    retriable = True
 
 
 class OffsetBeyondLogEndError(LogError):
@@ -254,6 +268,31 @@ class Producer(abc.ABC):
     def partitions_for(self, topic: str) -> int:
         raise NotImplementedError
 
+    # -- transactions -----------------------------------------------------------------------------
+    # A producer made with ``transactional.id`` in its config is transactional, as in Kafka: call
+    # ``init_transactions`` once (it fences every earlier producer of that id and finishes or aborts
+    # what it left open), then ``begin_transaction`` / sends / ``commit_transaction`` or
+    # ``abort_transaction``. Records sent inside a transaction, to any topics and partitions, become
+    # visible to ``isolation.level=read_committed`` readers together at commit, or never. Every call
+    # raises ProducerFencedError once a newer producer of the same id has initialised.
+
+    @property
+    def transactional(self) -> bool:
+        return False
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        raise LogError(f"{type(self).__name__} was made without transactional.id; it cannot run transactions")
+
+    def begin_transaction(self) -> None:
+        raise LogError(f"{type(self).__name__} was made without transactional.id; it cannot run transactions")
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush what the transaction sent and make all of it visible at once; durable on return."""
+        raise LogError(f"{type(self).__name__} was made without transactional.id; it cannot run transactions")
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        raise LogError(f"{type(self).__name__} was made without transactional.id; it cannot run transactions")
+
 
 class Consumer(abc.ABC):
     """A consumer that either subscribes as a member of a group or is assigned partitions."""
@@ -330,6 +369,11 @@ class Admin(abc.ABC):
     @abc.abstractmethod
     def cluster_id(self) -> str: ...
 
+    def fence_producers(self, transactional_ids: Sequence[str]) -> None:
+        """Fence every producer now holding one of these ids, as Kafka's Admin.fenceProducers does:
+        their open transactions are aborted and their next write or commit raises ProducerFencedError."""
+        raise NotImplementedError(f"{type(self).__name__} cannot fence producers")
+
     def log_gaps(self, topics: Sequence[str] | None = None) -> dict[TopicPartition, list[LogGap]]:
         """Offsets lost to damage on disk, per partition that has any (for metrics and tools)."""
         return {}
@@ -385,7 +429,11 @@ class LogBackend(abc.ABC):
 
     ``config`` maps are client settings in Kafka's names (``acks``,
     ``linger.ms``, ``auto.offset.reset``, ...); a backend ignores the ones
-    that mean nothing to it.
+    that mean nothing to it. Two of them change semantics and every backend
+    honours them: a producer's ``transactional.id`` (see Producer) and a
+    consumer's ``isolation.level`` (``read_uncommitted``, the default, or
+    ``read_committed``: only records of committed transactions and records
+    written outside transactions, never past the first still-open transaction).
     """
 
     name: str
