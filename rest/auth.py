@@ -60,7 +60,8 @@ INTERNAL_TIMESTAMP_HEADER = "X-Connect-Request-Timestamp"
 # KIP-507: task configs a worker sends the leader are signed with the cluster's session key, which the
 # herder checks; like Kafka Connect's basic-auth filter, such signed internal requests need no credentials.
 INTERNAL_ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
-_INTERNAL_PATH = re.compile(r"^/connectors/[^/]+/tasks/?$")
+# the session-key-signed requests between workers: task configs to the leader, zombie fencing (KIP-618)
+_INTERNAL_PATH = re.compile(r"^/connectors/[^/]+/(tasks|fence)/?$")
 REALM = "Kafka Connect"
 _CACHE_TTL_S = 300.0
 _CACHE_MAX = 1024
@@ -222,7 +223,7 @@ def install_basic_auth(app: Flask, config: ConfigSource, internal_key: bytes | N
         if internal_key is not None and INTERNAL_SIGNATURE_HEADER in request.headers:
             if _internal_signature_valid(internal_key):
                 return None
-        if (request.method == "POST" and _INTERNAL_PATH.match(request.path)
+        if (request.method in ("POST", "PUT") and _INTERNAL_PATH.match(request.path)
                 and INTERNAL_SIGNATURE_HEADER in request.headers and INTERNAL_TIMESTAMP_HEADER not in request.headers):
             return None  # the herder verifies the session-key signature (400/403/503 when it is wrong)
         if authenticator.check(request.headers.get("Authorization")) is not None:

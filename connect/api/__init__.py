@@ -26,6 +26,7 @@ from connect.api.config_provider import ConfigData, ConfigProvider
 from connect.api.connector import (
     Connector,
     ConnectorContext,
+    ConnectorTransactionBoundaries,
     DeadLetterQueue,
     ErrantRecordReporter,
     ExactlyOnceSupport,
@@ -40,6 +41,8 @@ from connect.api.connector import (
     StreamingSinkTask,
     StreamingSinkTaskContext,
     Task,
+    TransactionBoundary,
+    TransactionContext,
 )
 from connect.api.converter import Converter, ConverterType, HeaderConverter
 from connect.api.errors import (
@@ -81,6 +84,7 @@ __all__ = [
     "ConnectRecord",
     "Connector",
     "ConnectorContext",
+    "ConnectorTransactionBoundaries",
     "Converter",
     "ConverterType",
     "DataException",
@@ -125,6 +129,8 @@ __all__ = [
     "Timestamp",
     "TimestampType",
     "TopicPartition",
+    "TransactionBoundary",
+    "TransactionContext",
     "Transformation",
     "Type",
     "ValidList",

@@ -11,7 +11,7 @@ import abc
 import enum
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, ClassVar
 
 from connect.api.config import ConfigDef, ConfigValue
 from connect.api.records import SinkRecord, SourceRecord
@@ -37,17 +37,59 @@ __all__ = [
     "StreamingSinkTask",
     "StreamingSinkTaskContext",
     "Task",
+    "TransactionBoundary",
+    "TransactionContext",
 ]
 
 
 class ExactlyOnceSupport(enum.Enum):
+    """What ``SourceConnector.exactly_once_support`` answers for a config (Kafka Connect's enum)."""
+
     SUPPORTED = "SUPPORTED"
     UNSUPPORTED = "UNSUPPORTED"
 
 
 class ConnectorTransactionBoundaries(enum.Enum):
+    """Whether a connector's tasks can say where transactions end (``transaction.boundary=connector``)."""
+
     SUPPORTED = "SUPPORTED"
     UNSUPPORTED = "UNSUPPORTED"
+
+
+class TransactionBoundary(enum.Enum):
+    """``transaction.boundary``: where an exactly-once source task's transactions end.
+
+    POLL: after the records of each ``poll``; INTERVAL: every ``transaction.boundary.interval.ms``;
+    CONNECTOR: where the task says, through its ``TransactionContext``.
+    """
+
+    POLL = "poll"
+    INTERVAL = "interval"
+    CONNECTOR = "connector"
+
+    @classmethod
+    def parse(cls, text: str) -> TransactionBoundary:
+        return cls(text.strip().lower())
+
+
+class TransactionContext(abc.ABC):
+    """How a source task defines its own transactions (``transaction.boundary=connector`` only).
+
+    Every call only asks: the worker acts on the request on the task thread, after the records of the
+    current ``poll`` have been handed over, so a call made from ``poll`` itself is the normal use. A
+    record-scoped request takes effect right after that record (later records of the same batch go into
+    the next transaction); an unscoped one after the whole batch.
+    """
+
+    @abc.abstractmethod
+    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+        """Commit the open transaction after ``record`` (or after this batch), with its source offsets."""
+
+    @abc.abstractmethod
+    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+        """Abort the open transaction after ``record`` (or after this batch): none of its records become
+        visible to read_committed readers and none of its offsets are stored, so the task re-reads them
+        only if it seeks back itself."""
 
 
 class OffsetStorageReader(abc.ABC):
@@ -149,15 +191,37 @@ class Connector(abc.ABC):
 
 
 class SourceConnector(Connector):
+    """A connector whose tasks read from outside and write to the log.
+
+    To declare exactly-once support without overriding anything, set the class attributes: a source whose
+    offsets say exactly where to resume sets ``exactly_once = ExactlyOnceSupport.SUPPORTED``; one whose
+    tasks end their own transactions also sets ``transaction_boundaries =
+    ConnectorTransactionBoundaries.SUPPORTED``. Override the methods instead when the answer depends on
+    the config.
+    """
+
     context: SourceConnectorContext
+    exactly_once: ClassVar[ExactlyOnceSupport | None] = None
+    transaction_boundaries: ClassVar[ConnectorTransactionBoundaries] = ConnectorTransactionBoundaries.UNSUPPORTED
 
     def exactly_once_support(self, connector_config: Mapping[str, str]) -> ExactlyOnceSupport | None:
-        return None
+        """Whether this config can deliver exactly once; asked during validation when
+        ``exactly.once.support=required``, on the REST thread, before anything runs.
+
+        SUPPORTED when the tasks' source offsets say exactly where to resume (a byte position, a log
+        sequence number) and re-reading from them yields the same records. The default None means "not
+        declared", which ``required`` refuses as Kafka Connect does. Raising fails validation with the
+        exception's message.
+        """
+        return self.exactly_once
 
     def can_define_transaction_boundaries(
         self, connector_config: Mapping[str, str]
     ) -> ConnectorTransactionBoundaries:
-        return ConnectorTransactionBoundaries.UNSUPPORTED
+        """Whether the tasks use ``SourceTaskContext.transaction_context()`` to end transactions; asked
+        during validation when ``transaction.boundary=connector``. Default: the class attribute
+        ``transaction_boundaries`` (UNSUPPORTED)."""
+        return self.transaction_boundaries
 
     def alter_offsets(
         self,
@@ -222,6 +286,11 @@ class SourceTaskContext(abc.ABC):
     @abc.abstractmethod
     def offset_storage_reader(self) -> OffsetStorageReader:
         """A reader of this connector's committed source offsets; use it in ``start`` to resume."""
+
+    def transaction_context(self) -> TransactionContext | None:
+        """The task's TransactionContext when it runs exactly once with ``transaction.boundary=connector``;
+        None otherwise (the worker then decides where transactions end)."""
+        return None
 
 
 class SourceTask(Task):

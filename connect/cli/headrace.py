@@ -158,7 +158,7 @@ def _console_consumer(args: argparse.Namespace) -> int:
     separator = props.get("key.separator", "\t")
     backend = _backend(args, read_only=True)
     config: Mapping[str, Any] = {"auto.offset.reset": "earliest" if args.from_beginning else "latest",
-                                 "enable.auto.commit": "false"}
+                                 "enable.auto.commit": "false", "isolation.level": args.isolation_level}
     consumer = backend.consumer(args.group, config)
     out = sys.stdout.buffer
     seen = 0
@@ -304,6 +304,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group")
     p.add_argument("--max-messages", type=int)
     p.add_argument("--timeout-ms", type=int, help="exit after this long without records")
+    p.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"), default="read_uncommitted",
+                   help="read_committed: only records of committed transactions (and those written outside any); "
+                        "read_uncommitted (default): every record")
     p.add_argument("--property", action="append", help="print.key=true, print.offset=true, key.separator=:")
     p.set_defaults(handler=_console_consumer)
 

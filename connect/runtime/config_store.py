@@ -98,6 +98,10 @@ class ConfigSnapshot:
         self.owner: dict[str, str] | None = None
         self.cluster: str | None = None  # the group.id of the distributed cluster that claimed the topic
         self.inconsistent: set[str] = set()  # connectors whose committed task configs are incomplete
+        # KIP-618: the task count each connector's exactly-once tasks were last fenced at, and the connectors
+        # whose task configs changed since (their older task generations may still have live producers)
+        self.task_count_records: dict[str, int] = {}
+        self.pending_fencing: set[str] = set()
         self.offset = 0
 
     def copy(self) -> ConfigSnapshot:
@@ -107,6 +111,7 @@ class ConfigSnapshot:
         out.task_configs = dict(self.task_configs)
         out._pending_tasks = {name: dict(tasks) for name, tasks in self._pending_tasks.items()}
         out.owner, out.cluster, out.inconsistent = self.owner, self.cluster, set(self.inconsistent)
+        out.task_count_records, out.pending_fencing = dict(self.task_count_records), set(self.pending_fencing)
         out.offset = self.offset
         return out
 
@@ -117,6 +122,7 @@ class ConfigSnapshot:
                 self.connectors.pop(name, None)
                 self.task_configs.pop(name, None)
                 self._pending_tasks.pop(name, None)
+                self.pending_fencing.discard(name)
             else:
                 self.connectors[name] = {str(k): str(v) for k, v in value.get("properties", {}).items()}
         elif key.startswith("target-state-"):
@@ -137,6 +143,14 @@ class ConfigSnapshot:
                 return
             self.inconsistent.discard(name)
             self.task_configs[name] = [pending.get(i, {}) for i in range(count)]
+            self.pending_fencing.add(name)
+        elif key.startswith("tasks-fencing-"):
+            name = key[len("tasks-fencing-"):]
+            if value is None:
+                self.task_count_records.pop(name, None)
+            else:
+                self.task_count_records[name] = int(value.get("task-count", 0))
+                self.pending_fencing.discard(name)
         elif key == OWNER_KEY:
             self.owner = None if value is None else {str(k): str(v) for k, v in value.items()}
         elif key == CLUSTER_KEY:

@@ -20,6 +20,7 @@ import attrs
 
 from connect.api.config import (
     AbstractConfig,
+    CaseInsensitiveValidString,
     CompositeValidator,
     ConfigDef,
     ConfigException,
@@ -136,12 +137,25 @@ def source_connector_def() -> ConfigDef:
     d = base_connector_def()
     d.define("topic.creation.groups", ConfigType.LIST, [], importance=Importance.LOW,
              group=TOPIC_CREATION_GROUP, order_in_group=1)
-    d.define("exactly.once.support", ConfigType.STRING, "requested", ValidString.in_("requested", "required"),
-             Importance.MEDIUM, group=COMMON_GROUP, order_in_group=9)
-    d.define("transaction.boundary", ConfigType.STRING, "poll", ValidString.in_("poll", "interval", "connector"),
-             Importance.MEDIUM, group=COMMON_GROUP, order_in_group=10)
-    d.define("offsets.storage.topic", ConfigType.STRING, None, importance=Importance.LOW, group=COMMON_GROUP,
-             order_in_group=11)
+    d.define("exactly.once.support", ConfigType.STRING, "requested",
+             CaseInsensitiveValidString.in_("requested", "required"), Importance.MEDIUM,
+             "requested: the connector runs exactly once when the worker has exactly.once.source.support=enabled, "
+             "without asking the connector first; required: validation also asks the connector "
+             "(SourceConnector.exactly_once_support) and refuses the config unless it answers SUPPORTED.",
+             group=COMMON_GROUP, order_in_group=9)
+    d.define("transaction.boundary", ConfigType.STRING, "poll",
+             CaseInsensitiveValidString.in_("poll", "interval", "connector"), Importance.MEDIUM,
+             "Where an exactly-once source task's transactions end: poll (after every poll's records), interval "
+             "(every transaction.boundary.interval.ms) or connector (where the task asks, through its "
+             "TransactionContext). Ignored unless the worker runs sources exactly once.",
+             group=COMMON_GROUP, order_in_group=10)
+    d.define("transaction.boundary.interval.ms", ConfigType.LONG, None, Range.at_least(0), Importance.LOW,
+             "With transaction.boundary=interval, how long a transaction stays open; unset: the worker's "
+             "offset.flush.interval.ms.", group=COMMON_GROUP, order_in_group=11)
+    d.define("offsets.storage.topic", ConfigType.STRING, None, importance=Importance.LOW,
+             documentation="A topic of this connector's own for its source offsets (exactly-once tasks write them "
+                           "in their transactions); unset: the worker's offset topic. Offsets not found there are "
+                           "looked up in the worker's store.", group=COMMON_GROUP, order_in_group=12)
     # Headrace extension: a dead-letter topic for source records that fail conversion or a transform
     _define_dead_letter_queue(d)
     _define_topic_creation_group(d, DEFAULT_GROUP)
@@ -282,6 +296,7 @@ class SourceConnectorConfig(DeadLetterQueueConfig):
 
     exactly_once_support = Setting[str]("exactly.once.support")
     transaction_boundary = Setting[str]("transaction.boundary")
+    transaction_boundary_interval_ms = Setting[int | None]("transaction.boundary.interval.ms")
     offsets_storage_topic = Setting[str | None]("offsets.storage.topic")
 
     @classmethod

@@ -34,6 +34,7 @@ from connect.api.connector import Connector
 from connect.api.errors import ConfigException
 from connect.runtime.client_config_policy import ClientConfigOverridePolicy, override_policy
 from connect.runtime.connector_config import config_class_for, listed
+from connect.runtime.exactly_once_validation import check_exactly_once
 from connect.runtime.file_paths import FilePathPolicy
 from connect.runtime.plugins import PluginRegistry, connector_type
 from connect.runtime.worker_config import WorkerConfig
@@ -121,16 +122,20 @@ class ConnectorConfigValidator:
     """
 
     def __init__(self, plugins: PluginRegistry, file_paths: FilePathPolicy | None = None,
-                 override_policy: ClientConfigOverridePolicy | None = None) -> None:
+                 override_policy: ClientConfigOverridePolicy | None = None, *,
+                 exactly_once_source: bool = False) -> None:
         self.plugins = plugins
         self.file_paths = file_paths if file_paths is not None else FilePathPolicy()
         self.override_policy = override_policy if override_policy is not None else _ALL
+        self.exactly_once_source = exactly_once_source
 
     @classmethod
     def for_worker(cls, plugins: PluginRegistry, worker_config: WorkerConfig | None) -> ConnectorConfigValidator:
         """The validator with the policies ``worker_config`` sets (the defaults without one)."""
-        return cls(plugins, FilePathPolicy.for_worker(worker_config),
-                   worker_config.client_config_override_policy if worker_config is not None else None)
+        if worker_config is None:
+            return cls(plugins, FilePathPolicy.for_worker(None))
+        return cls(plugins, FilePathPolicy.for_worker(worker_config), worker_config.client_config_override_policy,
+                   exactly_once_source=worker_config.exactly_once_source_enabled)
 
     def validate(self, props: Mapping[str, str]) -> ValidationResult:
         name = props.get("name")
@@ -152,6 +157,8 @@ class ConnectorConfigValidator:
             self._check_sink_topics(props, values)
         if connector_cls is not None:
             self._merge_plugin(definition, values, connector_cls, props)
+            if kind == "source":
+                check_exactly_once(connector_cls, props, values, self.exactly_once_source)
         for error in self.file_paths.check(definition, props):
             _add_error(values, str(error.name), props, str(error))
         for key, message in self.override_policy.refusals(props):

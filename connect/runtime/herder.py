@@ -334,6 +334,12 @@ class Herder(abc.ABC):
         raise NotFoundError("Kafka Connect in standalone mode does not support externally setting task "
                             "configurations.")
 
+    def fence_zombies(self, name: str, signature: InternalRequestSignature) -> None:
+        """A worker about to start exactly-once tasks of ``name`` asks the leader to fence the connector's
+        earlier task generation (``PUT /connectors/{name}/fence``, KIP-618). Only distributed herders accept it."""
+        raise NotFoundError("Kafka Connect in standalone mode does not support zombie fencing requests; a "
+                            "standalone worker fences its own tasks.")
+
 
 class PayloadTooLargeError(HerderError):
     """A config too large to store (413, as for an oversize request body)."""

@@ -38,8 +38,10 @@ from connect.runtime.connector_config import (
 from connect.runtime.connector_validation import ConnectorConfigValidator
 from connect.runtime.dead_letter_queue import DeadLetterQueueReporter
 from connect.runtime.error_handler import ErrorHandler, ErrorMetrics
+from connect.runtime.exactly_once_source_task import ExactlyOnceWorkerSourceTask
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
+from connect.runtime.offset_topics import OffsetTopics
 from connect.runtime.offsets import ConnectorOffsetReader, OffsetStore
 from connect.runtime.plugins import PluginRegistry
 from connect.runtime.sink_task import WorkerSinkTask
@@ -123,6 +125,11 @@ class Worker:
         self._admin = None
         self._start_committer = source_committer is None
         self.source_committer = source_committer or SourceTaskOffsetCommitter(clock)
+        topic, partitions, replication = config.offset_topic
+        self.offset_topics = OffsetTopics(backend, offset_store, topic, partitions=partitions,
+                                          replication_factor=replication)
+        # set by a distributed herder: fences the earlier generations of a connector's exactly-once tasks
+        self.zombie_fencer: Callable[[ConnectorTaskId], None] | None = None
 
     @property
     def admin(self):  # lazily made admin client of the topic layer
@@ -277,6 +284,8 @@ class Worker:
             converters=converters, chain=chain, errors=errors, status=self.status, target_state=target,
             worker_config=self.config, clock=self.clock,
         )
+        if isinstance(task, SourceTask) and self.config.exactly_once_source_enabled:
+            return self._exactly_once_source_task(task_id, task, parsed, common)  # type: ignore[arg-type]
         if isinstance(task, SourceTask):
             overrides = parsed.client_overrides("producer")
             if type(task).commit_record is SourceTask.commit_record:
@@ -296,6 +305,20 @@ class Worker:
             # reads its topics itself: no consumer; the DLQ is the connector's, as for any sink
             return WorkerStreamingTask(task=task, **common)  # type: ignore[arg-type]
         raise ConfigException("task.class", task_class_name, "not a SourceTask, SinkTask or StreamingSinkTask")
+
+    def _exactly_once_source_task(self, task_id: ConnectorTaskId, task: SourceTask, parsed: SourceConnectorConfig,
+                                  common: dict[str, Any]) -> ExactlyOnceWorkerSourceTask:
+        offset_topic = self.offset_topics.store_for(parsed.offsets_storage_topic)
+        transactional_id = f"{self.config.transactional_id_prefix}{task_id.connector}-{task_id.task}"
+        # the transaction settings are the worker's to make; an override of them would break the guarantee
+        producer = self.backend.producer({**parsed.client_overrides("producer"), "transactional.id": transactional_id,
+                                          "enable.idempotence": "true", "acks": "all"})
+        fencer = self.zombie_fencer
+        return ExactlyOnceWorkerSourceTask(
+            task=task, producer=producer, admin=self.admin, offset_store=offset_topic,
+            offset_reader=self.offset_topics.reader_for(task_id.connector, offset_topic),
+            committer=self.source_committer, offset_topic=offset_topic,
+            fence_zombies=(lambda: fencer(task_id)) if fencer is not None else None, **common)
 
     def _dlq(self, cc: DeadLetterQueueConfig, task_id: ConnectorTaskId,
              metrics: ErrorMetrics) -> DeadLetterQueueReporter | None:
@@ -376,6 +399,7 @@ class Worker:
         self.source_committer.stop()
         for name in self.connector_names():
             self.stop_connector(name)
+        self.offset_topics.close()
         if self._admin is not None:
             self._admin.close()
 

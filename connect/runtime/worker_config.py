@@ -7,6 +7,7 @@ from typing import Any
 
 from connect.api.config import (
     AbstractConfig,
+    CaseInsensitiveValidString,
     ConfigDef,
     ConfigType,
     Importance,
@@ -97,7 +98,11 @@ def worker_config_def() -> ConfigDef:
     d.define("consumer.max.poll.records", ConfigType.INT, 500, Range.at_least(1), Importance.LOW,
              "Records a sink task asks for per poll (also settable as consumer.max.poll.records).")
     d.define("exactly.once.source.support", ConfigType.STRING, "disabled",
-             ValidString.in_("disabled", "preparing", "enabled"), Importance.LOW)
+             CaseInsensitiveValidString.in_("disabled", "preparing", "enabled"), Importance.HIGH,
+             "enabled: every source task writes its records and source offsets in one transaction (KIP-618) and "
+             "zombie tasks are fenced; preparing (distributed): the leader already fences and writes the config "
+             "topic transactionally, a step of a rolling upgrade from disabled to enabled. Unlike Kafka Connect, "
+             "standalone workers support it too.")
     return d
 
 
@@ -118,9 +123,27 @@ class WorkerConfig(AbstractConfig):
     topic_creation_enable = Setting[bool]("topic.creation.enable")
     listeners = Setting[list[str]]("listeners")
     consumer_max_poll_records = Setting[int]("consumer.max.poll.records")
+    exactly_once_source_support = Setting[str]("exactly.once.source.support")
 
     def __init__(self, originals: Mapping[str, Any], definition: ConfigDef | None = None) -> None:
         super().__init__(definition or self.DEFINITION, originals)
+
+    @property
+    def exactly_once_source_enabled(self) -> bool:
+        return self.exactly_once_source_support.lower() == "enabled"
+
+    @property
+    def transactional_id_prefix(self) -> str:
+        """What exactly-once source tasks' ``transactional.id`` starts with: ``<group.id>-``, as in Kafka."""
+        return f"{self.values.get('group.id') or 'connect-standalone'}-"
+
+    @property
+    def offset_topic(self) -> tuple[str, int, int]:
+        """The offset topic's name, partition count and replication factor (Kafka Connect's defaults where
+        the mode defines none)."""
+        v = self.values
+        return (str(v.get("offset.storage.topic") or "connect-offsets"), int(v.get("offset.storage.partitions") or 25),
+                int(v.get("offset.storage.replication.factor") or -1))
 
     @property
     def uses_kafka(self) -> bool:
@@ -158,6 +181,18 @@ def _standalone_def() -> ConfigDef:
                            "on first start.")
     d.define("config.storage.replication.factor", ConfigType.SHORT, -1, importance=Importance.LOW,
              documentation="Replication factor of the config topic when the worker creates it on Kafka; "
+                           "-1: the broker's default.replication.factor.")
+    # Headrace runs exactly-once sources in standalone mode too; their offsets need a topic, not the file
+    d.define("group.id", ConfigType.STRING, "connect-standalone", importance=Importance.LOW,
+             documentation="Names the transactional ids of exactly-once source tasks (<group.id>-<connector>-"
+                           "<task>); give each standalone worker sharing a Kafka cluster its own.")
+    d.define("offset.storage.topic", ConfigType.STRING, "connect-offsets", importance=Importance.LOW,
+             documentation="Compacted topic of the source offsets of exactly-once source tasks (the others keep "
+                           "theirs in offset.storage.file.filename).")
+    d.define("offset.storage.partitions", ConfigType.INT, 25, Range.at_least(1), Importance.LOW,
+             documentation="Partitions of the offset topic when the worker creates it.")
+    d.define("offset.storage.replication.factor", ConfigType.SHORT, -1, importance=Importance.LOW,
+             documentation="Replication factor of the offset topic when the worker creates it on Kafka; "
                            "-1: the broker's default.replication.factor.")
     return d
 

@@ -190,6 +190,15 @@ def put_task_configs(connector: str) -> Response:
     return empty_response(204)
 
 
+@bp.put("/connectors/<connector>/fence")
+def fence_zombies(connector: str) -> Response:
+    """Internal: a worker asks the leader to fence a connector's earlier exactly-once tasks (signed, KIP-618)."""
+    signature = InternalRequestSignature(request.get_data(cache=True), request.headers.get(ALGORITHM_HEADER),
+                                         request.headers.get(SIGNATURE_HEADER))
+    current_herder().fence_zombies(connector, signature)
+    return empty_response(204)
+
+
 @bp.get("/connectors/<connector>/tasks/<int:task>/status")
 def get_task_status(connector: str, task: int) -> Response:
     return json_response(current_herder().task_status(ConnectorTaskId(connector, task)).to_json())

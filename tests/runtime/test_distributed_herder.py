@@ -19,6 +19,7 @@ from connect.runtime.herder import (
     ConnectorTaskId,
     ForbiddenError,
     InternalRequestSignature,
+    NotFoundError,
     NotLeaderError,
     ServiceUnavailableError,
     State,
@@ -101,6 +102,12 @@ class MemoryConfigStore:
 
     def put_cluster(self, group_id: str) -> None:
         self._append("headrace-cluster", {"group.id": group_id})
+
+    def put_task_count_record(self, name: str, count: int) -> None:
+        self._append(f"tasks-fencing-{name}", {"task-count": count})
+
+    def claim_write_privileges(self) -> None:
+        self.records.append(("claim", None))
 
     def put_session_key(self, key: SessionKey) -> None:
         self.records.append(("session-key", key.created_ms))
@@ -317,3 +324,76 @@ def test_a_claim_of_these_topics_by_another_cluster_stops_this_worker_with_one_l
     herder.cluster._tick()
     assert len(fatal) == 1 and "group.id 'someone-else'" in fatal[0] and "connect-cluster" in fatal[0]
     assert herder.cluster._stopping.is_set()
+
+
+# --- KIP-618 zombie fencing on the leader --------------------------------------------------------------------
+
+
+class FencingAdmin:
+    def __init__(self) -> None:
+        self.fenced: list[list[str]] = []
+
+    def fence_producers(self, ids):
+        self.fenced.append(list(ids))
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_leader_claims_config_write_privileges_each_time_it_becomes_leader(cluster):
+    herder, store, member, _ = cluster
+    _lead(member, herder)
+    herder.cluster._tick()
+    assert [k for k, _ in store.records].count("claim") == 1
+    _lead(member, herder, generation=2, leader=OTHER)
+    _lead(member, herder, generation=3)
+    assert [k for k, _ in store.records].count("claim") == 2
+
+
+def test_fencing_writes_a_task_count_record_and_fences_the_previous_generation(cluster):
+    herder, store, member, _ = cluster
+    admin = FencingAdmin()
+    herder.worker._admin = admin
+    _lead(member, herder)
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    herder.cluster.store_task_configs("src", [{"task.class": "x"}] * 3)
+    herder.fencing.fence("src")  # the first exactly-once generation: nothing to fence, a record to write
+    assert admin.fenced == [] and ("tasks-fencing-src", {"task-count": 3}) in store.records
+    herder.fencing.fence("src")  # nothing changed since: no second round
+    assert [k for k, _ in store.records].count("tasks-fencing-src") == 1
+    herder.cluster.store_task_configs("src", [{"task.class": "x"}] * 2)
+    herder.fencing.fence("src")
+    assert admin.fenced == [["g-src-0", "g-src-1", "g-src-2"]]
+    assert store.records[-1] == ("tasks-fencing-src", {"task-count": 2})
+
+
+def test_one_task_replacing_one_task_needs_no_fencing_round(cluster):
+    herder, store, member, _ = cluster
+    admin = FencingAdmin()
+    herder.worker._admin = admin
+    _lead(member, herder)
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    herder.cluster.store_task_configs("src", [{"task.class": "x"}])
+    herder.fencing.fence("src")
+    herder.cluster.store_task_configs("src", [{"task.class": "y"}])
+    herder.fencing.fence("src")
+    assert admin.fenced == [] and store.records[-1] == ("tasks-fencing-src", {"task-count": 1})
+
+
+def test_fencing_asks_for_a_source_connector_that_exists(cluster):
+    herder, _, member, _ = cluster
+    _lead(member, herder)
+    with pytest.raises(NotFoundError):
+        herder.fencing.fence("nope")
+    herder.put_connector_config("snk", {"connector.class": "NullSinkConnector", "topics": "t"},
+                                allow_replace=False)
+    with pytest.raises(BadRequestError, match="not a source connector"):
+        herder.fencing.fence("snk")
+
+
+def test_a_follower_refuses_fencing_requests_and_names_the_leader(cluster):
+    herder, _, member, _ = cluster
+    _lead(member, herder, leader=OTHER)
+    member.protocol_version = 1  # unsigned (the signature check comes first, tested with put_task_configs)
+    with pytest.raises(NotLeaderError):
+        herder.fence_zombies("src", InternalRequestSignature(b"", None, None))

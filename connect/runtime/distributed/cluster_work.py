@@ -115,6 +115,7 @@ class ClusterWork:
         self._rejoin_at: float | None = None
         self._reconfigure: dict[str, float] = {}  # connector -> when to (re)try computing its task configs
         self._reconfigure_delay: dict[str, float] = {}
+        self._write_privileges = False  # claimed on the config topic since this worker last became the leader
         self.rebalances = 0  # completed rebalances this worker took part in (tests and metrics read it)
 
     def start(self) -> None:
@@ -343,8 +344,11 @@ class ClusterWork:
         self._apply_config_updates()
         self._reconfigure_connectors()
         if self.is_leader:
+            self._maybe_claim_write_privileges()
             self._maybe_rotate_session_key()
             self._maybe_claim_topics()
+        else:
+            self._write_privileges = False
 
     def _run_requests(self) -> None:
         while not self._requests.empty():
@@ -506,6 +510,17 @@ class ClusterWork:
                                    content=body, headers=headers)
         if response.status_code >= 300:
             raise HerderError(f"the leader at {leader} answered {response.status_code}: {response.text[:200]}")
+
+    def _maybe_claim_write_privileges(self) -> None:
+        """Each time this worker becomes the leader (KIP-618: fences the config writers of earlier leaders)."""
+        if self._write_privileges:
+            return
+        try:
+            self.store.claim_write_privileges()
+        except Exception as exc:  # tried again on the next tick
+            log.error("Could not claim write privileges on the config topic: %s", exc)
+            return
+        self._write_privileges = True
 
     def _maybe_claim_topics(self) -> None:
         if self.store.snapshot().cluster is not None:

@@ -59,7 +59,10 @@ class ConfigUpdateListener(Protocol):
 class KafkaConfigBackingStore:
     def __init__(self, backend: LogBackend, topic: str, *, replication_factor: int = 3,
                  encryption: ConfigEncryption | None = None, group_id: str = "",
-                 listener: ConfigUpdateListener | None = None) -> None:
+                 listener: ConfigUpdateListener | None = None, exactly_once: bool = False) -> None:
+        """``exactly_once`` (exactly.once.source.support preparing or enabled): the topic is read
+        read_committed and, once ``claim_write_privileges`` ran, written in transactions, as KIP-618 has
+        the leader do so that a zombie leader cannot write."""
         self.backend = backend
         self.topic = topic
         self.replication_factor = replication_factor
@@ -71,7 +74,9 @@ class KafkaConfigBackingStore:
         self._dirty = False
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
-        self._log = KafkaBasedLog(backend, topic, self._on_record)
+        self.exactly_once = exactly_once
+        self._log = KafkaBasedLog(backend, topic, self._on_record,
+                                  consumer_config={"isolation.level": "read_committed"} if exactly_once else None)
         self.max_record_bytes = _DEFAULT_MAX_MESSAGE_BYTES
 
     # --- lifecycle ----------------------------------------------------------------------------------------
@@ -158,6 +163,20 @@ class KafkaConfigBackingStore:
             listener.on_logger_level(key[len("logger-cluster-"):], str(value.get("level", "")))
 
     # --- writing (the leader) ----------------------------------------------------------------------------------
+    def claim_write_privileges(self) -> None:
+        """Called when this worker becomes the leader: with exactly-once on, fence earlier leaders' writers
+        (``transactional.id=connect-cluster-<group.id>``, Kafka Connect's) and write transactionally."""
+        if not self.exactly_once:
+            return
+        with self._write_lock:
+            try:
+                self._log.use_transactional_producer(f"connect-cluster-{self.group_id}", _WRITE_TIMEOUT_S)
+            except (LogError, OSError) as exc:
+                raise ConfigWriteError(f"Could not claim write privileges on config topic '{self.topic}': {exc}"
+                                       ) from None
+        log.info("Writing config topic '%s' transactionally as the leader (transactional.id "
+                 "connect-cluster-%s); earlier leaders' writers are fenced", self.topic, self.group_id)
+
     def _write(self, records: list[tuple[str, object | None]]) -> None:
         """Append ``records`` in order, wait for the acknowledgement and read them back; on failure the
         error says why and nothing this worker reports has changed."""
@@ -170,9 +189,12 @@ class KafkaConfigBackingStore:
                     f"(max.message.bytes) config topic '{self.topic}' accepts")
         with self._write_lock:
             try:
-                for wire_key, wire_value in wire:
-                    self._log.send(wire_key, wire_value, 0)
-                self._log.flush(_WRITE_TIMEOUT_S)
+                if self._log.transactional:
+                    self._log.send_in_transaction([(k, v, 0) for k, v in wire], _WRITE_TIMEOUT_S)
+                else:
+                    for wire_key, wire_value in wire:
+                        self._log.send(wire_key, wire_value, 0)
+                    self._log.flush(_WRITE_TIMEOUT_S)
             except (LogError, OSError) as exc:
                 raise ConfigWriteError(f"Write to config topic '{self.topic}' failed: {exc}") from None
         if not self._log.read_to_end(_WRITE_TIMEOUT_S):

@@ -20,6 +20,7 @@ from connect.runtime.abstract_herder import AbstractHerder
 from connect.runtime.clock import SYSTEM_CLOCK, Clock
 from connect.runtime.config_store import ConfigSnapshot
 from connect.runtime.distributed.cluster_work import ClusterWork, stored
+from connect.runtime.distributed.zombie_fencing import ZombieFencing
 from connect.runtime.herder import (
     NO_LEADER_MESSAGE,
     AlreadyExistsError,
@@ -75,6 +76,12 @@ class DistributedHerder(AbstractHerder):
                                    secret_keys=self._task_secret_keys, group_id=group_id, key_ttl_ms=key_ttl_ms,
                                    sync_timeout_ms=sync_timeout_ms, clock=clock, http=http, on_fatal=on_fatal)
         self._cluster_id: str | None = None
+        self.fencing = ZombieFencing(self.cluster, lambda: worker.admin,
+                                     lambda config: self.connector_type_of(config).value,
+                                     worker.config.transactional_id_prefix, http or httpx.Client(timeout=_REQUEST_TIMEOUT_S),
+                                     sync_timeout_ms / 1000)
+        if worker.config.exactly_once_source_enabled:
+            worker.zombie_fencer = self.fencing.before_task_starts
 
     # --- lifecycle ------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -201,6 +208,16 @@ class DistributedHerder(AbstractHerder):
             key.verify(signature)
         self._require_leader()
         self.cluster.store_task_configs(name, configs)
+
+    def fence_zombies(self, name: str, signature: InternalRequestSignature) -> None:
+        if self.cluster.member is not None and self.cluster.member.protocol_version >= 2:
+            key = self.cluster.session_key
+            if key is None:
+                raise ServiceUnavailableError("This worker has not read the cluster's session key yet; retry the "
+                                              "request")
+            key.verify(signature)
+        self._require_leader()
+        self.fencing.fence(name)
 
     def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> ConnectorStateInfo | None:
         self._require_leader()

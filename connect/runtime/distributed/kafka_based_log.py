@@ -52,11 +52,13 @@ def ensure_internal_topic(backend: LogBackend, topic: str, config_key: str, part
 
 class KafkaBasedLog:
     def __init__(self, backend: LogBackend, topic: str, on_record: RecordCallback,
-                 producer_config: Mapping[str, Any] | None = None) -> None:
+                 producer_config: Mapping[str, Any] | None = None,
+                 consumer_config: Mapping[str, Any] | None = None) -> None:
         self.backend = backend
         self.topic = topic
         self._on_record = on_record
         self._producer_config = {"acks": "all", **(producer_config or {})}
+        self._consumer_config = dict(consumer_config or {})
         self._consumer: Consumer | None = None
         self._ends: Consumer | None = None  # a second consumer only asks for end offsets
         self._producer: Producer | None = None
@@ -74,7 +76,7 @@ class KafkaBasedLog:
 
     def start(self, partitions: int, timeout: float = 60.0) -> None:
         self._partitions = [TopicPartition(self.topic, p) for p in range(partitions)]
-        config = {"auto.offset.reset": "earliest", "enable.auto.commit": "false"}
+        config = {"auto.offset.reset": "earliest", "enable.auto.commit": "false", **self._consumer_config}
         self._consumer = self.backend.consumer(None, config)
         self._ends = self.backend.consumer(None, config)
         self._consumer.assign(self._partitions)
@@ -151,6 +153,37 @@ class KafkaBasedLog:
                     return False
                 self._progress.wait(min(left, 0.5))
         return True
+
+    @property
+    def transactional(self) -> bool:
+        return self._producer is not None and self._producer.transactional
+
+    def use_transactional_producer(self, transactional_id: str, timeout: float) -> None:
+        """Write from now on through a producer with ``transactional_id``: initialising it fences every other
+        producer of that id, so a writer that lost the right to write (a leader voted out) can write no more."""
+        assert self._producer is not None, "start() first"
+        producer = self.backend.producer({**self._producer_config, "transactional.id": transactional_id,
+                                          "enable.idempotence": "true"})
+        try:
+            producer.init_transactions(timeout)
+        except BaseException:
+            producer.close(5.0)
+            raise
+        old, self._producer = self._producer, producer
+        old.close(5.0)
+
+    def send_in_transaction(self, records: list[tuple[bytes, bytes | None, int | None]], timeout: float) -> None:
+        """Write ``records`` in one transaction of the transactional producer: all become visible, or none."""
+        producer = self._producer
+        assert producer is not None and producer.transactional, "use_transactional_producer() first"
+        producer.begin_transaction()
+        try:
+            for key, value, partition in records:
+                producer.send(self.topic, value, key, partition)
+        except BaseException:
+            producer.abort_transaction(timeout)
+            raise
+        producer.commit_transaction(timeout)
 
     def send(self, key: bytes, value: bytes | None, partition: int | None = None) -> None:
         assert self._producer is not None, "start() first"

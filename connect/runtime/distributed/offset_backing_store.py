@@ -44,14 +44,18 @@ def _canonical(raw_key: bytes) -> str | None:
 
 
 class KafkaOffsetStore(OffsetStore):
-    def __init__(self, backend: LogBackend, topic: str, *, partitions: int = 25, replication_factor: int = 3
-                 ) -> None:
+    """``read_committed``: read only offsets of committed transactions, as workers running exactly-once
+    sources must (an aborted transaction's offsets would skip records that never became visible)."""
+
+    def __init__(self, backend: LogBackend, topic: str, *, partitions: int = 25, replication_factor: int = 3,
+                 read_committed: bool = False) -> None:
         super().__init__()
         self.backend = backend
         self.topic = topic
         self.partitions = partitions
         self.replication_factor = replication_factor
-        self._log = KafkaBasedLog(backend, topic, self._on_record)
+        isolation = {"isolation.level": "read_committed"} if read_committed else {}
+        self._log = KafkaBasedLog(backend, topic, self._on_record, consumer_config=isolation)
         self._partition_count = partitions
 
     def start(self, timeout: float = 60.0) -> None:
@@ -83,6 +87,10 @@ class KafkaOffsetStore(OffsetStore):
                                                        ensure_ascii=False)
                 except ValueError:
                     log.warning("Offset topic '%s': value of %s is not JSON; ignored", self.topic, canonical)
+
+    def partition_for(self, key: str) -> int:
+        """The partition of the topic an offset ``key`` is written to (by its writer's producer or ours)."""
+        return offset_partition(key.encode("utf-8"), self._partition_count)
 
     def _persist(self, changes: Mapping[str, str | None]) -> None:
         try:
