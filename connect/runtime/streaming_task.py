@@ -36,8 +36,13 @@ PROGRESS_LOG_INTERVAL = 10.0
 _CLIENT_PREFIXES = ("security.", "sasl.", "ssl.")
 
 
-def log_settings(worker_config: WorkerConfig) -> dict[str, str]:
-    """How a streaming task reaches the worker's log: ``bootstrap.servers`` (+ security) or ``embedded.log.dir``."""
+def log_settings(worker_config: WorkerConfig, consumer_overrides: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """How a streaming task reaches the worker's log: ``bootstrap.servers`` (+ security) or ``embedded.log.dir``,
+    and ``isolation.level`` when the worker's ``consumer.`` settings or the connector's consumer overrides set it
+    (``read_committed``: only committed transactions, as exactly-once sources write them)."""
+    isolation = (consumer_overrides or {}).get("isolation.level") or worker_config.originals_with_prefix(
+        "consumer.").get("isolation.level")
+    extra = {"isolation.level": str(isolation)} if isolation else {}
     if worker_config.uses_kafka:
         out = {"bootstrap.servers": ",".join(worker_config.bootstrap_servers)}
         for key, value in worker_config.originals.items():
@@ -46,8 +51,8 @@ def log_settings(worker_config: WorkerConfig) -> dict[str, str]:
         for key, value in worker_config.originals_with_prefix("consumer.").items():
             if key.startswith(_CLIENT_PREFIXES):
                 out[key] = str(value)
-        return out
-    return {"embedded.log.dir": os.path.abspath(worker_config.embedded_log_dir)}
+        return {**out, **extra}
+    return {"embedded.log.dir": os.path.abspath(worker_config.embedded_log_dir), **extra}
 
 
 def state_dir_for(worker_config: WorkerConfig, connector: str) -> str:
@@ -103,7 +108,7 @@ class WorkerStreamingTask(WorkerTask):
     def __init__(self, *args: Any, task: StreamingSinkTask, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.task = task
-        self.log_settings = log_settings(self.worker_config)
+        self.log_settings = log_settings(self.worker_config, self.connector_config.client_overrides("consumer"))
         self.state_dir = state_dir_for(self.worker_config, self.id.connector)
         dlq = self.errors.dlq
         self.dead_letter_queue = (

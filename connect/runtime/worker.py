@@ -311,7 +311,10 @@ class Worker:
         offset_topic = self.offset_topics.store_for(parsed.offsets_storage_topic)
         transactional_id = f"{self.config.transactional_id_prefix}{task_id.connector}-{task_id.task}"
         # the transaction settings are the worker's to make; an override of them would break the guarantee
-        producer = self.backend.producer({**parsed.client_overrides("producer"), "transactional.id": transactional_id,
+        overrides = parsed.client_overrides("producer")
+        if type(task).commit_record is SourceTask.commit_record:
+            overrides = {"delivery.report.only.error": "true", **overrides}  # as for other source tasks
+        producer = self.backend.producer({**overrides, "transactional.id": transactional_id,
                                           "enable.idempotence": "true", "acks": "all"})
         fencer = self.zombie_fencer
         return ExactlyOnceWorkerSourceTask(

@@ -42,6 +42,7 @@ class KafkaAdmin(Admin):
         self._events = ClientEvents(name, quiet=True)
         self._bootstrap = config.get("bootstrap.servers", "")
         self._timeout = float(own.get("request.timeout.ms", "15000")) / 1000.0
+        self._config = dict(config)  # fence_producers makes producers with the same connection settings
         conf: dict[str, Any] = dict(config)
         conf.update(self._events.settings())
         try:
@@ -261,6 +262,11 @@ class KafkaAdmin(Admin):
                 raise LogError(f"Kafka at {self._bootstrap} reported no cluster id")
             self._cluster_id = str(cid)
         return self._cluster_id
+
+    def fence_producers(self, transactional_ids: Sequence[str]) -> None:
+        from connect.log.kafka.transactions import fence_transactional_ids
+
+        fence_transactional_ids(self._config, transactional_ids, self._timeout * 2)
 
     def close(self) -> None:
         # AdminClient has no close(); serve what is queued and let it go.

@@ -13,6 +13,7 @@ from connect.log.kafka.consumer import KafkaConsumer
 from connect.log.kafka.health import ClusterHealth
 from connect.log.kafka.producer import KafkaProducer
 from connect.log.kafka.range_reader import KafkaLogReader
+from connect.log.kafka.transactions import TransactionalKafkaProducer
 
 __all__ = ["KafkaBackend"]
 
@@ -42,6 +43,8 @@ class KafkaBackend(LogBackend):
 
     def producer(self, config: Mapping[str, Any] | None = None) -> KafkaProducer:
         cfg, own = client_config(self.worker_config, "producer", config)
+        if cfg.get("transactional.id"):
+            return TransactionalKafkaProducer(cfg, own, self._label("producer", cfg), self.health)
         return KafkaProducer(cfg, own, self._label("producer", cfg), self.health)
 
     def consumer(self, group_id: str | None = None, config: Mapping[str, Any] | None = None) -> KafkaConsumer:
