@@ -205,6 +205,9 @@ CONSUMER_DEFAULTS: dict[str, str] = {
     "enable.auto.offset.store": "false",
     "enable.partition.eof": "false",
     "auto.offset.reset": "latest",
+    # Java's default; librdkafka's is read_committed, which would hide records of open transactions from
+    # every consumer (and make end offsets the last stable offset) unless a config asks for it
+    "isolation.level": "read_uncommitted",
     # librdkafka stops prefetching for this long once its local queue is full (default 1000 ms); a
     # sink that drains the queue quickly then sits idle for most of each second. Java's consumer has
     # no such pause, so a short one keeps fetches flowing as they do there.

@@ -76,8 +76,10 @@ class KafkaBasedLog:
 
     def start(self, partitions: int, timeout: float = 60.0) -> None:
         self._partitions = [TopicPartition(self.topic, p) for p in range(partitions)]
-        config = {"auto.offset.reset": "earliest", "enable.auto.commit": "false", **self._consumer_config}
-        self._consumer = self.backend.consumer(None, config)
+        config = {"auto.offset.reset": "earliest", "enable.auto.commit": "false"}
+        self._consumer = self.backend.consumer(None, {**config, **self._consumer_config})
+        # the high watermark, whatever the reader's isolation: a read_committed end offset (the LSO) may still
+        # lie before a transaction that has just committed (its markers are written after the commit returns)
         self._ends = self.backend.consumer(None, config)
         self._consumer.assign(self._partitions)
         self._consumer.seek_to_beginning(self._partitions)
