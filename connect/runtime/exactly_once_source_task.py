@@ -98,6 +98,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         self._open_records = 0
         self.transactions_committed = 0
         self.transactions_aborted = 0
+        self._last_info = float("-inf")
 
     # --- WorkerTask ----------------------------------------------------------------------
     def initialize_and_start(self) -> None:
@@ -252,10 +253,15 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             self.task.commit()
         except Exception:
             log.exception("%s Exception thrown while calling task.commit()", self)
-        log.info("%s Committed a transaction of %d records with offsets of %d source partition(s) in %.0f ms "
-                 "(%d records sent so far)", self, records, len(changes), (self.clock.monotonic() - started) * 1000,
-                 self.records_sent)
-        self.log_metrics_summary()
+        now = self.clock.monotonic()
+        # a transaction per poll can mean hundreds a second: one INFO line per offset.flush.interval.ms at most
+        level = logging.INFO if now - self._last_info >= self.offset_flush_interval else logging.DEBUG
+        log.log(level, "%s Committed a transaction of %d records with offsets of %d source partition(s) in %.0f ms "
+                "(%d transactions, %d records sent so far)", self, records, len(changes), (now - started) * 1000,
+                self.transactions_committed, self.records_sent)
+        if level == logging.INFO:
+            self._last_info = now
+            self.log_metrics_summary()
         return True
 
     def _abort(self) -> None:

@@ -182,6 +182,7 @@ def _cpu_hogs(seconds: float) -> list[subprocess.Popen[bytes]]:
             for _ in range(os.cpu_count() or 2)]
 
 
+@pytest.mark.slow
 def test_kill_9_under_cpu_load_duplicates_no_more_than_one_flush_interval(tmp_path):
     """No commit came in 3.5 s under load: each line reached the sink three times after a kill -9.
 

@@ -9,12 +9,15 @@ from connect.log.api import Admin, LogError, LogGap, NewTopic, TopicDescription
 from connect.log.embedded.coordinator import group_has_members
 from connect.log.embedded.groups import GroupOffsetStore
 from connect.log.embedded.topics import TopicStore
+from connect.log.embedded.transactions import TransactionCoordinator
 
 
 class EmbeddedAdmin(Admin):
-    def __init__(self, store: TopicStore, offsets: GroupOffsetStore) -> None:
+    def __init__(self, store: TopicStore, offsets: GroupOffsetStore,
+                 transactions: TransactionCoordinator | None = None) -> None:
         self._store = store
         self._offsets = offsets
+        self._transactions = transactions
 
     def create_topic(self, topic: NewTopic, exist_ok: bool = False) -> None:
         # replication_factor means nothing for a single copy on local disk
@@ -69,6 +72,11 @@ class EmbeddedAdmin(Admin):
 
     def cluster_id(self) -> str:
         return self._store.cluster_id()
+
+    def fence_producers(self, transactional_ids: Sequence[str]) -> None:
+        if self._transactions is None:
+            raise LogError("This admin client cannot fence producers")
+        self._transactions.fence(transactional_ids)
 
     def close(self) -> None:
         pass

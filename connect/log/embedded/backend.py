@@ -42,6 +42,8 @@ from connect.log.embedded.producer import EmbeddedProducer
 from connect.log.embedded.range_reader import EmbeddedLogReader
 from connect.log.embedded.signals import signals_for
 from connect.log.embedded.topics import TopicStore
+from connect.log.embedded.transactional_producer import TransactionalEmbeddedProducer
+from connect.log.embedded.transactions import TransactionCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +66,16 @@ class EmbeddedBackend(LogBackend):
                                      signals.data_appended, read_only=read_only)
             durable = client_bool(self._worker_config, "embedded.log.fsync", False)
             self._offsets = GroupOffsetStore(self.log_dir, durable=durable, read_only=read_only)
+            self._transactions = TransactionCoordinator(self.log_dir, self._store.partition_log)
             if not read_only:
                 opened = self._store.open_logs()
                 log.info("Opened the embedded log at %s (%d partition(s))", self.log_dir, len(opened))
+            if owner:
+                # the previous owner is gone: what its producers left open is finished before anyone reads
+                finished = self._transactions.recover_all()
+                if finished:
+                    log.info("Finished %d transaction(s) left open by the previous owner of %s", finished,
+                             self.log_dir)
         except BaseException:
             if self._owner_lock is not None:
                 self._owner_lock.release()
@@ -82,7 +91,12 @@ class EmbeddedBackend(LogBackend):
     def producer(self, config: Mapping[str, Any] | None = None) -> Producer:
         if self.read_only:
             raise LogError(f"The embedded log at {self.log_dir} is open read-only; it cannot produce")
-        p = EmbeddedProducer(self._store, config or {}, self._worker_config)
+        config = config or {}
+        p: EmbeddedProducer
+        if config.get("transactional.id"):
+            p = TransactionalEmbeddedProducer(self._store, config, self._worker_config, self._transactions)
+        else:
+            p = EmbeddedProducer(self._store, config, self._worker_config)
         self._clients.add(p)
         return p
 
@@ -92,7 +106,7 @@ class EmbeddedBackend(LogBackend):
         return c
 
     def admin(self, config: Mapping[str, Any] | None = None) -> Admin:
-        return EmbeddedAdmin(self._store, self._offsets)
+        return EmbeddedAdmin(self._store, self._offsets, self._transactions)
 
     def reader(self) -> LogReader:
         return EmbeddedLogReader(self._store)

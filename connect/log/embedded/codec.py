@@ -24,6 +24,11 @@ with a handful of C-level calls rather than a Python loop per record::
     header counts      i32 x n  (only with ATTR_HEADERS, then m = their sum)
     header key lengths i32 x m, header value lengths i32 x m (-1 = null)
     key bytes, value bytes, header key bytes (UTF-8), header value bytes
+
+A batch of a transaction (ATTR_TRANSACTIONAL) starts its payload with 11 more bytes, ``q`` producer id,
+``h`` producer epoch and ``B`` kind: 1 data, 2 a COMMIT marker, 3 an ABORT marker. A marker is a batch
+of one record of its own (so it takes an offset, as Kafka's control records do) that readers never
+hand to an application; transactions.py and txn_filter.py say how they are used.
 """
 
 from __future__ import annotations
@@ -46,7 +51,14 @@ ATTR_HEADERS = 0x08
 ATTR_LOG_APPEND_TIME = 0x10
 ATTR_NULL_VALUES = 0x20
 ATTR_NULL_KEYS = 0x40
-_KNOWN_ATTRS = 0x7F
+ATTR_TRANSACTIONAL = 0x80
+_KNOWN_ATTRS = 0xFF
+
+TXN_NONE = 0
+TXN_DATA = 1
+TXN_COMMIT = 2
+TXN_ABORT = 3
+_TXN = struct.Struct("<qhB")
 
 HEADER = struct.Struct("<HBBqiiqqqII")
 HEADER_SIZE = HEADER.size
@@ -157,6 +169,9 @@ class DecodedBatch(NamedTuple):
     headers: list[Headers] | None
     timestamp_type: int
     delete_horizon: int
+    txn: int = TXN_NONE  # TXN_DATA, TXN_COMMIT or TXN_ABORT for a batch of a transaction
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 def _lengths(column: Sequence[bytes | None]) -> tuple[list[int], bool]:
@@ -183,12 +198,14 @@ def encode(
     last_offset_delta: int | None = None,
     delete_horizon: int = -1,
     log_append_time: bool = False,
+    transaction: tuple[int, int, int] | None = None,
 ) -> EncodedBatch:
     """Pack columns into a batch payload.
 
     ``offset_deltas`` (strictly increasing, first may be > 0) is only given by
     the compactor, which also passes ``last_offset_delta`` so that a cleaned
-    batch still accounts for the offsets it once held.
+    batch still accounts for the offsets it once held. ``transaction``:
+    (producer id, epoch, kind) of a transactional batch.
     """
     n = len(values)
     if n == 0:
@@ -250,6 +267,9 @@ def encode(
     blobs.append(b"".join([v for v in values if v is not None]) if vnull else b"".join(values))  # type: ignore[arg-type]
     parts.extend(blobs)
     parts.extend(header_blobs)
+    if transaction is not None:
+        attrs |= ATTR_TRANSACTIONAL
+        parts.insert(0, _TXN.pack(*transaction))
     return EncodedBatch(parts, n, last_delta, first_ts, max_ts, attrs, delete_horizon)
 
 
@@ -322,6 +342,13 @@ def decode(buf: bytes, pos: int, hdr: BatchHeader, verify: bool = True) -> Decod
     n = hdr.count
     attrs = hdr.attributes
     p = pos + HEADER_SIZE
+    txn = (TXN_NONE, -1, -1)
+    if attrs & ATTR_TRANSACTIONAL:
+        pid, epoch, kind = _TXN.unpack_from(buf, p)
+        if kind not in (TXN_DATA, TXN_COMMIT, TXN_ABORT):
+            raise CorruptBatchError(f"unknown transaction record kind {kind} in batch at offset {hdr.base_offset}")
+        txn = (kind, pid, epoch)
+        p += _TXN.size
     vlens = _unpack_i32(buf, p, n)
     p += 4 * n
     klens: tuple[int, ...] | None = None
@@ -377,4 +404,5 @@ def decode(buf: bytes, pos: int, hdr: BatchHeader, verify: bool = True) -> Decod
         headers,
         1 if attrs & ATTR_LOG_APPEND_TIME else 0,
         hdr.delete_horizon,
+        *txn,
     )

@@ -16,7 +16,7 @@ One pass over a partition:
 
 Offsets never change: a cleaned batch keeps its base offset and the range
 it used to cover and lists the offsets of its survivors. Records without a
-key are kept. The active segment is never rewritten. Unlike Kafka there is
+key are kept, and so are the batches of transactions (data and markers). The active segment is never rewritten. Unlike Kafka there is
 no dirty-ratio bookkeeping: a pass reads the whole partition but rewrites
 nothing when nothing would change. The caller holds the cleaner lock.
 """
@@ -71,6 +71,8 @@ def _latest_offsets(segments: tuple[LogSegment, ...], active_end: int) -> dict[b
         active = i == len(segments) - 1
         try:
             for _, batch, _ in seg.batches(0, active_end if active else None):
+                if batch.txn:
+                    continue  # transactional records neither shadow others nor are removed (below)
                 # zip in C: later offsets overwrite earlier ones
                 latest.update(zip(batch.keys, batch.offsets, strict=True))  # type: ignore[arg-type]
         except CorruptBatchError:
@@ -85,6 +87,11 @@ def _clean_batch(
     batch: DecodedBatch, latest: dict[bytes, int], now: int, delete_retention_ms: int, result: CompactionResult
 ) -> EncodedBatch | None | bool:
     """The batch's survivors re-encoded, None if none survive, True if the batch is unchanged."""
+    if batch.txn:
+        # Kept whole: an aborted record must not shadow a committed one, and a cleaner that dropped records
+        # of a transaction could make part of it visible. Transactional topics are compacted only where they
+        # hold records written outside transactions.
+        return True
     keys, offsets, values = batch.keys, batch.offsets, batch.values
     keep = [i for i, (k, o) in enumerate(zip(keys, offsets, strict=True)) if k is None or latest[k] == o]
     horizon = batch.delete_horizon

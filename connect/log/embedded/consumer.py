@@ -48,6 +48,7 @@ from connect.log.embedded.partition import OffsetOutOfRange, PartitionLog
 from connect.log.embedded.reader import PartitionReader
 from connect.log.embedded.signals import DirSignals
 from connect.log.embedded.topics import TopicStore, topic_partition_counts
+from connect.log.embedded.txn_filter import TransactionFilter
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +60,9 @@ _MAX_IDLE_WAIT_S = 0.025
 
 
 class _Partition:
-    __slots__ = ("buffer", "log", "origin", "paused", "position", "reader", "tp")
+    __slots__ = ("buffer", "log", "origin", "paused", "position", "reader", "tp", "txn")
 
-    def __init__(self, tp: TopicPartition) -> None:
+    def __init__(self, tp: TopicPartition, committed_only: bool = False) -> None:
         self.tp = tp
         self.log: PartitionLog | None = None
         self.reader: PartitionReader | None = None
@@ -70,6 +71,12 @@ class _Partition:
         self.origin = "reset"
         self.paused = False
         self.buffer: collections.deque[DecodedBatch] = collections.deque()
+        self.txn = TransactionFilter(committed_only)
+
+    def clear(self) -> None:
+        """Drop what was read ahead (the position moved)."""
+        self.buffer.clear()
+        self.txn.reset()
 
 
 def _take(batch: DecodedBatch, k: int) -> tuple[DecodedBatch, DecodedBatch]:
@@ -134,6 +141,10 @@ class EmbeddedConsumer(Consumer):
         if reset not in ("earliest", "latest", "none"):
             raise LogError(f"Invalid value {reset!r} for auto.offset.reset")
         self._reset = reset
+        isolation = str(config.get("isolation.level") or "read_uncommitted").strip().lower()
+        if isolation not in ("read_uncommitted", "read_committed"):
+            raise LogError(f"Invalid value {isolation!r} for isolation.level: read_uncommitted or read_committed")
+        self._committed_only = isolation == "read_committed"
         self._fetch_bytes = max(1, client_int(config, "max.partition.fetch.bytes", 1 << 20))
         self._auto_commit = self._group is not None and client_bool(config, "enable.auto.commit", True)
         self._commit_interval = client_int(config, "auto.commit.interval.ms", 5000) / 1000.0
@@ -191,7 +202,7 @@ class EmbeddedConsumer(Consumer):
         if self._subscribed:
             raise LogError("subscribe and assign cannot be mixed; the consumer is subscribed")
         wanted = [TopicPartition(*tp) for tp in partitions]
-        self._parts = {tp: self._parts.get(tp) or _Partition(tp) for tp in wanted}
+        self._parts = {tp: self._parts.get(tp) or _Partition(tp, self._committed_only) for tp in wanted}
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._parts)
@@ -216,7 +227,7 @@ class EmbeddedConsumer(Consumer):
         assigned = coord.claim_assignments(self._member_id)
         if assigned:
             for tp in assigned:
-                self._parts[tp] = _Partition(tp)
+                self._parts[tp] = _Partition(tp, self._committed_only)
             if self._listener is not None:
                 self._listener.on_partitions_assigned(list(assigned))
 
@@ -234,7 +245,7 @@ class EmbeddedConsumer(Consumer):
             if st.log is not None:
                 self._store.forget(st.tp.topic)
                 st.position = None  # a re-created topic starts over
-                st.buffer.clear()
+                st.clear()
             st.log = self._store.partition_log(st.tp.topic, st.tp.partition)
             st.reader = PartitionReader(st.log)
         return st.log
@@ -248,7 +259,7 @@ class EmbeddedConsumer(Consumer):
         else:
             raise LogError(f"{why} for {st.tp} and auto.offset.reset=none")
         st.origin = "reset"
-        st.buffer.clear()
+        st.clear()
 
     def _init_position(self, st: _Partition) -> int:
         if st.position is None:
@@ -267,14 +278,14 @@ class EmbeddedConsumer(Consumer):
             raise LogError(f"cannot seek {partition} to negative offset {offset}")
         st.position = offset
         st.origin = "seek"
-        st.buffer.clear()
+        st.clear()
 
     def seek_to_beginning(self, partitions: Sequence[TopicPartition]) -> None:
         for tp in partitions:
             st = self._state(tp)
             st.position = self._open(st).start_offset()
             st.origin = "seek"
-            st.buffer.clear()
+            st.clear()
 
     def position(self, partition: TopicPartition) -> int:
         return self._init_position(self._state(partition))
@@ -398,8 +409,10 @@ class EmbeddedConsumer(Consumer):
             position = self._init_position(st)
             reader = st.reader
             assert reader is not None
+            # while the filter holds an open transaction's batches, reading goes on after them
+            start = st.txn.read_to if st.txn.holding else position
             try:
-                st.buffer.extend(reader.read(position, max_bytes))
+                st.buffer.extend(st.txn.feed(reader.read(start, max_bytes)))
             except OffsetOutOfRange as e:
                 if e.offset > e.end and st.origin in ("committed", "read"):
                     # the log lost what this consumer already had: a reset would re-deliver or skip silently
@@ -414,9 +427,10 @@ class EmbeddedConsumer(Consumer):
             return False
         st.origin = "read"
         if not st.buffer:
-            # the reader may have passed batches that compaction emptied
-            if reader.next_offset > position:
-                st.position = reader.next_offset
+            # the reader may have passed batches that compaction emptied, markers or aborted data
+            passed = st.txn.resolved if st.txn.holding else reader.next_offset
+            if passed > position:
+                st.position = passed
             return False
         return True
 

@@ -119,6 +119,7 @@ class PartitionLog:
         self._max_ts = -1
         self._max_ts_offset = -1
         self._unflushed = 0
+        self._unsynced: list[LogSegment] = []  # rolled without an fsync since the last sync()
         # Reader-side scan position at the end of the active segment.
         self._tail_mutex = threading.Lock()
         self._tail: tuple[LogSegment | None, int, int] = (None, 0, 0)
@@ -438,6 +439,16 @@ class PartitionLog:
             self._on_append()
         return base
 
+    def sync(self) -> None:
+        """Make every batch appended so far durable (fsync), whatever ``flush.messages`` says."""
+        with self._lock.hold():
+            for seg in self._unsynced:
+                with contextlib.suppress(OSError):  # compaction or retention may have removed it since
+                    seg.sync()
+            self._unsynced.clear()
+            self._sync_locked().sync()
+            self._unflushed = 0
+
     def _should_roll(self, active: LogSegment, batch: EncodedBatch) -> bool:
         size = self._known_size
         if size == 0:
@@ -456,6 +467,8 @@ class PartitionLog:
         durable = self.config.flush_messages < LONG_MAX
         if durable:
             old.sync()
+        else:
+            self._unsynced.append(old)  # for the next sync(): a transaction's commit needs it on disk
         old_size = self._known_size
         new = LogSegment(self.directory, self._next_offset, create=True)
         new.index_checked = True

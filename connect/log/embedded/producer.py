@@ -93,8 +93,16 @@ class EmbeddedProducer(Producer):
         self._store.create(topic, self._num_partitions, {}, exist_ok=True)
         return self._store.meta(topic).partitions
 
+    def _before_append(self, tp: TopicPartition) -> None:
+        """Hook: called before each batch is appended to ``tp`` (the transactional producer checks here)."""
+
+    def _transaction_tag(self) -> tuple[int, int, int] | None:
+        """Hook: (producer id, epoch, kind) that marks this producer's batches as a transaction's; None: not."""
+        return None
+
     def _append(self, tp: TopicPartition, batch: EncodedBatch) -> int:
         """Append one batch; re-resolves once if another process deleted the topic meanwhile."""
+        self._before_append(tp)
         for attempt in (0, 1):
             plog = self._store.partition_log(tp.topic, tp.partition)
             try:
@@ -193,7 +201,7 @@ class EmbeddedProducer(Producer):
         """Append columns as one batch, or a few if too large; returns (base offset, count) per batch."""
         plog = self._store.partition_log(tp.topic, tp.partition)
         batch = encode(values, keys, timestamps, headers, default_timestamp=default_ts,
-                       log_append_time=plog.config.log_append_time)
+                       log_append_time=plog.config.log_append_time, transaction=self._transaction_tag())
         limit = min(self._max_request, plog.config.max_message_bytes)
         if batch.size <= limit:
             return [(self._append(tp, batch), len(values))]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import FetchedBatch, LogReader, RecordRange, UnknownTopicError
-from connect.log.embedded.codec import DecodedBatch
+from connect.log.embedded.codec import TXN_COMMIT, DecodedBatch
 from connect.log.embedded.partition import OffsetOutOfRange
 from connect.log.embedded.reader import PartitionReader
 from connect.log.embedded.topics import TopicStore, is_internal, topic_partition_counts
@@ -83,6 +83,8 @@ class EmbeddedLogReader(LogReader):
             return self.read(topic, partition, plog.start_offset(), end, max_bytes)
         batches: list[FetchedBatch] = []
         for b in decoded:
+            if b.txn >= TXN_COMMIT:
+                continue  # a transaction marker: never a record of the application's
             fetched = _within(tp, b, end)
             if fetched is None:
                 return RecordRange(batches, end)

@@ -173,8 +173,9 @@ class TransactionalKafkaProducer(KafkaProducer):
             super().close(timeout)
         except KafkaException as exc:
             # a fenced (or otherwise failed) producer cannot flush; nothing it holds may be sent anyway
+            kerr = kafka_error(exc)
             log.info("Closing transactional producer '%s' without a flush: %s", self.transactional_id,
-                     kafka_error(exc).str() if kafka_error(exc) is not None else exc)
+                     kerr.str() if kerr is not None else exc)
             try:
                 self._p.purge(in_queue=True, in_flight=True)
             except KafkaException:
