@@ -412,7 +412,13 @@ class EmbeddedConsumer(Consumer):
             # while the filter holds an open transaction's batches, reading goes on after them
             start = st.txn.read_to if st.txn.holding else position
             try:
-                st.buffer.extend(st.txn.feed(reader.read(start, max_bytes)))
+                while True:
+                    batches = reader.read(start, max_bytes)
+                    st.buffer.extend(st.txn.feed(batches))
+                    # held behind an open transaction: read on to its marker now rather than a fetch later
+                    if st.buffer or not batches or not st.txn.holding:
+                        break
+                    start = st.txn.read_to
             except OffsetOutOfRange as e:
                 if e.offset > e.end and st.origin in ("committed", "read"):
                     # the log lost what this consumer already had: a reset would re-deliver or skip silently

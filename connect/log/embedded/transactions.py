@@ -4,16 +4,16 @@ Kafka's three pieces, on files:
 
 * **Identity and fencing.** Each ``transactional.id`` has a state file in ``<log dir>/__transactions/``
   (JSON, replaced atomically and fsynced, changed only under its own file lock, so another process is
-  fenced as surely as another thread): a producer id, an epoch, the transaction's state and every
-  partition the id has ever written in a transaction. ``init_transactions`` bumps the epoch: an older
+  fenced as surely as another thread): a producer id, an epoch, whether a commit is under way, and every
+  partition the id has ever written in a transaction (added, durably, before its first batch there). ``init_transactions`` bumps the epoch: an older
   instance's next append or commit finds a newer epoch and raises ProducerFencedError.
 * **The commit point.** A transaction's data batches go straight into their partitions, marked with the
   producer id and epoch. To commit, the producer fsyncs those partitions, then records PREPARE_COMMIT in
   the state file (fsync): from then on the transaction is committed, whatever happens. Then it appends a
   COMMIT marker to each partition it wrote and records COMPLETE. An abort appends ABORT markers.
-* **Recovery.** A transaction left ONGOING by a dead process is aborted, one left in PREPARE_COMMIT is
-  completed, both by writing the missing markers (a marker for a producer with nothing open in that
-  partition is harmless to readers). The owner of the log does this for every id when it opens the log,
+* **Recovery.** A transaction left in PREPARE_COMMIT by a dead process is completed; anything else it may
+  have left open is aborted, by an ABORT marker in every partition the id ever wrote (a marker for a
+  producer with nothing open in that partition is harmless to readers). The owner of the log does this for every id when it opens the log,
   so readers are never held up by a crashed producer; ``init_transactions`` does it for its own id.
 
 Readers (txn_filter.py) hand out a transaction's data only once its COMMIT marker is read, never the
@@ -46,7 +46,7 @@ __all__ = ["TransactionCoordinator", "TransactionState"]
 log = logging.getLogger(__name__)
 
 TRANSACTIONS_DIR = "__transactions"
-EMPTY, ONGOING, PREPARE_COMMIT, COMPLETE = "Empty", "Ongoing", "PrepareCommit", "Complete"
+EMPTY, PREPARE_COMMIT, COMPLETE = "Empty", "PrepareCommit", "Complete"
 
 
 @attrs.define
@@ -130,16 +130,17 @@ class TransactionCoordinator:
                 f"of this id has started (epoch {current.epoch if current else '?'})")
 
     def begin_writes(self, state: TransactionState, partitions: Sequence[TopicPartition]) -> None:
-        """Before a transaction's first append to each of ``partitions``: record it (durably) as open there."""
+        """Before a transaction's first append to each of ``partitions``: check the producer is not fenced,
+        and record a partition the id never wrote before (durably), so recovery knows where to abort."""
         with self.locked(state.transactional_id) as current:
             self.check(state, current)
             assert current is not None
             known = set(current.partitions)
-            current.partitions += [(tp.topic, tp.partition) for tp in partitions
-                                   if (tp.topic, tp.partition) not in known]
-            current.state = ONGOING
-            self.save(current)
-            state.partitions, state.state = current.partitions, ONGOING
+            new = [(tp.topic, tp.partition) for tp in partitions if (tp.topic, tp.partition) not in known]
+            if new:
+                current.partitions += new
+                self.save(current)
+            state.partitions = current.partitions
 
     def commit(self, state: TransactionState, written: Sequence[TopicPartition]) -> None:
         """The data of ``written`` is durable: make the transaction committed, then write its markers."""
@@ -191,16 +192,20 @@ class TransactionCoordinator:
             except (OSError, ValueError, KeyError) as exc:
                 raise LogError(f"Unreadable transaction state {name} in {self.directory}: {exc}") from None
             with self.locked(tid) as state:
-                if state is not None and state.state in (ONGOING, PREPARE_COMMIT):
+                if state is not None and state.partitions:
                     self._finish(state, "its producer is gone (recovery of the log)")
                     state.state = COMPLETE
+                    state.epoch += 1  # whatever of the old epoch still shows up is a fenced producer's
                     self.save(state)
                     finished += 1
         return finished
 
     def _finish(self, state: TransactionState, why: str) -> None:
-        """Write the markers of an open or committed-but-unmarked transaction (the id's lock held)."""
-        if state.state not in (ONGOING, PREPARE_COMMIT):
+        """Complete a committed-but-unmarked transaction, else abort whatever may be open (the id's lock
+        held). The state file does not say whether a transaction is open (that would cost an fsync per
+        transaction), so an ABORT marker goes to every partition the id ever wrote: where nothing of the
+        producer is open, readers pass over it."""
+        if not state.partitions:
             return
         kind = TXN_COMMIT if state.state == PREPARE_COMMIT else TXN_ABORT
         for topic, partition in state.partitions:
