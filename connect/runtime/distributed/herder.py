@@ -198,24 +198,23 @@ class DistributedHerder(AbstractHerder):
         return [TaskInfo(ConnectorTaskId(name, i), self.mask(cfg))
                 for i, cfg in enumerate(snapshot.task_configs.get(name, []))]
 
-    def put_task_configs(self, name: str, configs: list[dict[str, str]],
-                         signature: InternalRequestSignature) -> None:
+    def _verify_signed(self, signature: InternalRequestSignature) -> None:
+        """A request between workers carries the session key's signature once the group uses it (KIP-507)."""
         if self.cluster.member is not None and self.cluster.member.protocol_version >= 2:
             key = self.cluster.session_key
             if key is None:
                 raise ServiceUnavailableError("This worker has not read the cluster's session key yet; retry the "
                                               "request")
             key.verify(signature)
+
+    def put_task_configs(self, name: str, configs: list[dict[str, str]],
+                         signature: InternalRequestSignature) -> None:
+        self._verify_signed(signature)
         self._require_leader()
         self.cluster.store_task_configs(name, configs)
 
     def fence_zombies(self, name: str, signature: InternalRequestSignature) -> None:
-        if self.cluster.member is not None and self.cluster.member.protocol_version >= 2:
-            key = self.cluster.session_key
-            if key is None:
-                raise ServiceUnavailableError("This worker has not read the cluster's session key yet; retry the "
-                                              "request")
-            key.verify(signature)
+        self._verify_signed(signature)
         self._require_leader()
         self.fencing.fence(name)
 
