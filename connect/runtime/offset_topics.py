@@ -60,8 +60,11 @@ class OffsetTopics:
         with self._lock:
             found = self._stores.get(topic)
             if found is None:
+                # read when a task starts (refresh), not followed: a thread polling it would wake at every
+                # append to the log (the embedded log signals appends per directory)
                 found = KafkaOffsetStore(self.backend, topic, partitions=self.partitions,
-                                         replication_factor=self.replication_factor, read_committed=True)
+                                         replication_factor=self.replication_factor, read_committed=True,
+                                         follow=False)
                 found.start()
                 self._stores[topic] = found
             return found

@@ -53,8 +53,12 @@ def ensure_internal_topic(backend: LogBackend, topic: str, config_key: str, part
 class KafkaBasedLog:
     def __init__(self, backend: LogBackend, topic: str, on_record: RecordCallback,
                  producer_config: Mapping[str, Any] | None = None,
-                 consumer_config: Mapping[str, Any] | None = None) -> None:
+                 consumer_config: Mapping[str, Any] | None = None, follow: bool = True) -> None:
+        """``follow``: tail the topic on a thread of its own; else read only inside ``read_to_end``, on the
+        caller's thread (a topic only read at known moments need not keep a thread polling it)."""
         self.backend = backend
+        self._follow = follow
+        self._inline = threading.Lock()
         self.topic = topic
         self._on_record = on_record
         self._producer_config = {"acks": "all", **(producer_config or {})}
@@ -85,8 +89,9 @@ class KafkaBasedLog:
         self._consumer.seek_to_beginning(self._partitions)
         self._applied = {tp: 0 for tp in self._partitions}
         self._producer = self.backend.producer(self._producer_config)
-        self._thread = threading.Thread(target=self._run, name=f"{self.topic}-reader", daemon=True)
-        self._thread.start()
+        if self._follow:
+            self._thread = threading.Thread(target=self._run, name=f"{self.topic}-reader", daemon=True)
+            self._thread.start()
         if not self.read_to_end(timeout):
             raise LogError(f"Timed out after {timeout:.0f} s reading topic '{self.topic}' to its end")
 
@@ -101,36 +106,38 @@ class KafkaBasedLog:
             self._producer.close(5.0)
 
     def _run(self) -> None:
-        consumer = self._consumer
-        assert consumer is not None
         while not self._stop.is_set():
             try:
-                # wait for the first record only: asked for many, the client would wait out the whole timeout
-                # (a config write would then take that long to be read back); then take what has arrived
-                batches = consumer.poll(0.2, 1)
-                if batches:
-                    batches += consumer.poll(0.0, 10000)
-                positions: dict[TopicPartition, int] = {}
-                for batch in batches:
-                    for key, value, offset in zip(batch.keys, batch.values, batch.offsets, strict=True):
-                        self._on_record(key, value, batch.partition, offset)
-                    positions[TopicPartition(self.topic, batch.partition)] = batch.next_offset
-                if not batches:
-                    # Nothing came: a partition still short of what read_to_end waits for may end in records
-                    # a reader never sees (transaction markers, compacted-away offsets); its position says.
-                    with self._progress:
-                        behind = [tp for tp, end in self._wanted.items() if self._applied[tp] < end]
-                    positions = {tp: consumer.position(tp) for tp in behind}
+                self._poll_once()
             except Exception as exc:  # keep following; a reader that dies would freeze the worker's view
                 log.exception("Error reading topic '%s'; retrying", self.topic)
                 self._failure = exc
                 self._stop.wait(1.0)
-                continue
+
+    def _poll_once(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        # wait for the first record only: asked for many, the client would wait out the whole timeout
+        # (a config write would then take that long to be read back); then take what has arrived
+        batches = consumer.poll(0.2, 1)
+        if batches:
+            batches += consumer.poll(0.0, 10000)
+        positions: dict[TopicPartition, int] = {}
+        for batch in batches:
+            for key, value, offset in zip(batch.keys, batch.values, batch.offsets, strict=True):
+                self._on_record(key, value, batch.partition, offset)
+            positions[TopicPartition(self.topic, batch.partition)] = batch.next_offset
+        if not batches:
+            # Nothing came: a partition still short of what read_to_end waits for may end in records
+            # a reader never sees (transaction markers, compacted-away offsets); its position says.
             with self._progress:
-                for tp, position in positions.items():
-                    if position is not None and position >= 0:
-                        self._applied[tp] = max(self._applied[tp], position)
-                self._progress.notify_all()
+                behind = [tp for tp, end in self._wanted.items() if self._applied[tp] < end]
+            positions = {tp: consumer.position(tp) for tp in behind}
+        with self._progress:
+            for tp, position in positions.items():
+                if position is not None and position >= 0:
+                    self._applied[tp] = max(self._applied[tp], position)
+            self._progress.notify_all()
 
     def read_to_end(self, timeout: float) -> bool:
         """Wait until every record written before this call has been applied; False on timeout."""
@@ -149,6 +156,14 @@ class KafkaBasedLog:
         with self._progress:
             for tp, end in ends.items():
                 self._wanted[tp] = max(self._wanted.get(tp, 0), end)
+        if not self._follow:
+            with self._inline:
+                while any(self._applied[tp] < end for tp, end in ends.items()):
+                    if time.monotonic() >= deadline:
+                        return False
+                    self._poll_once()
+            return True
+        with self._progress:
             while any(self._applied[tp] < end for tp, end in ends.items()):
                 left = deadline - time.monotonic()
                 if left <= 0:

@@ -45,17 +45,18 @@ def _canonical(raw_key: bytes) -> str | None:
 
 class KafkaOffsetStore(OffsetStore):
     """``read_committed``: read only offsets of committed transactions, as workers running exactly-once
-    sources must (an aborted transaction's offsets would skip records that never became visible)."""
+    sources must (an aborted transaction's offsets would skip records that never became visible).
+    ``follow=False``: the topic is read only by ``start`` and ``refresh``."""
 
     def __init__(self, backend: LogBackend, topic: str, *, partitions: int = 25, replication_factor: int = 3,
-                 read_committed: bool = False) -> None:
+                 read_committed: bool = False, follow: bool = True) -> None:
         super().__init__()
         self.backend = backend
         self.topic = topic
         self.partitions = partitions
         self.replication_factor = replication_factor
         isolation = {"isolation.level": "read_committed"} if read_committed else {}
-        self._log = KafkaBasedLog(backend, topic, self._on_record, consumer_config=isolation)
+        self._log = KafkaBasedLog(backend, topic, self._on_record, consumer_config=isolation, follow=follow)
         self._partition_count = partitions
 
     def start(self, timeout: float = 60.0) -> None:
