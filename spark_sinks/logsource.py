@@ -18,6 +18,8 @@ adds the ``timestamp`` column). Options:
 ``startingOffsets``     ``earliest`` (default), ``latest`` or a JSON offsets map
 ``maxOffsetsPerTrigger`` at most this many records per micro-batch (see ``latestOffset``)
 ``knownStart``          where the query resumes, if the sink knows: ``initial`` or an offsets map
+``isolation.level``     ``read_committed``: only committed transactions' records, and no batch planned past
+                        the last stable offset (Kafka's option name; the sink passes the consumer's setting)
 
 Every other option is a setting of the log, as the task's ``log_settings()``
 gives them: ``embedded.log.dir``, or ``bootstrap.servers`` with the Kafka
@@ -34,6 +36,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
+from connect.api.topic_partition import TopicPartition
 from connect.log import open_log_reader
 from connect.log.api import LogReader, UnknownTopicError
 
@@ -64,6 +67,23 @@ def _bounds(reader: LogReader, topics: Sequence[str], pattern: str) -> Bounds:
     return out
 
 
+def _stable(reader: LogReader, bounds: Bounds, base: Mapping[str, Mapping[str, int]] | None = None) -> Bounds:
+    """``bounds`` with each end lowered to the partition's last stable offset when ``reader`` reads
+    read_committed (a batch must not reach into transactions still open); ``base``: where reads stand."""
+    if not reader.read_committed:
+        return bounds
+    positions = {TopicPartition(t, int(p)): int((base or {}).get(t, {}).get(p, first))
+                 for t, parts in bounds.items() for p, (first, _) in parts.items()}
+    stable = reader.stable_offsets(positions)
+    return {t: {p: (first, min(end, stable.get(TopicPartition(t, int(p)), end))) for p, (first, end) in parts.items()}
+            for t, parts in bounds.items()}
+
+
+def _needs_end(starting: str) -> bool:
+    """Whether ``startingOffsets`` refers to the log end (``latest``, or -1 in a JSON map)."""
+    return starting.lower() == "latest" or (starting.startswith("{") and "-1" in starting)
+
+
 def _resolve_start(bounds: Mapping[str, Mapping[str, tuple[int, int]]], starting: str) -> Offsets:
     """The offsets a new query starts from: ``earliest``, ``latest`` or a JSON map (Kafka's conventions:
     -2 = earliest, -1 = latest; partitions not named start at the earliest)."""
@@ -88,7 +108,8 @@ def initial_offsets(settings: Mapping[str, str], starting: str, topics: Sequence
     """What ``startingOffsets`` resolves to now, as an explicit offsets map (see ``_resolve_start``)."""
     reader = open_log_reader(settings)
     try:
-        return _resolve_start(_bounds(reader, topics, pattern), starting)
+        bounds = _bounds(reader, topics, pattern)
+        return _resolve_start(_stable(reader, bounds) if _needs_end(starting) else bounds, starting)
     finally:
         reader.close()
 
@@ -166,7 +187,11 @@ class HeadraceLogStreamReader(DataSourceStreamReader):
         """Computed once, so that a batch capped from them and the query's recorded start agree."""
         if self._initial is not None:
             return self._initial
-        offsets = _resolve_start(self._bounds(), self.starting)
+        bounds = self._bounds()
+        if _needs_end(self.starting):
+            assert self._reader is not None
+            bounds = _stable(self._reader, bounds)
+        offsets = _resolve_start(bounds, self.starting)
         self._initial = offsets
         return offsets
 
@@ -180,12 +205,14 @@ class HeadraceLogStreamReader(DataSourceStreamReader):
         PySpark passes ``start`` and a read limit, which are used when given.)
         """
         bounds = self._bounds()
-        ends = {t: {p: end for p, (_, end) in parts.items()} for t, parts in bounds.items()}
         base = start if start is not None else self._position
         if base is None and self.known_start == "initial":
             base = self._initial_offsets()
         elif base is None and self.known_start.startswith("{"):
             base = {t: {str(p): int(o) for p, o in parts.items()} for t, parts in json.loads(self.known_start).items()}
+        assert self._reader is not None
+        bounds = _stable(self._reader, bounds, base)  # read_committed: no batch reaches an open transaction
+        ends = {t: {p: end for p, (_, end) in parts.items()} for t, parts in bounds.items()}
         max_rows = self.max_per_trigger
         limit_rows = getattr(limit, "max_rows", None)
         if limit is not None:
@@ -276,8 +303,8 @@ def read_range(r: LogRange) -> Iterator[Any]:
                     cols = {k: [] for k in cols}
                     ts_types = []
             if not got.batches and got.next_offset < r.end:
-                log.warning("%s-%d: the log ends at %d, before the planned end %d (deleted or truncated?)",
-                            r.topic, r.partition, got.next_offset, r.end)
+                log.warning("%s-%d: the log ends at %d, before the planned end %d (deleted or truncated, or a "
+                            "transaction there is still open?)", r.topic, r.partition, got.next_offset, r.end)
                 break
             offset = got.next_offset
         if cols["offset"]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect.log.api import LogBackend, LogReader
+from connect.log.api import LogBackend, LogReader, read_committed_of
 
 
 def open_log_backend(worker_config: Mapping[str, Any], *, owner: bool = False, read_only: bool = False) -> LogBackend:
@@ -28,12 +28,15 @@ def open_log_backend(worker_config: Mapping[str, Any], *, owner: bool = False, r
 
 def open_log_reader(settings: Mapping[str, Any]) -> LogReader:
     """A LogReader of the log ``settings`` name (``bootstrap.servers`` and client settings, else
-    ``embedded.log.dir``), for a process that runs no worker: a Spark executor, say. Close it when done."""
+    ``embedded.log.dir``), for a process that runs no worker: a Spark executor, say. It reads with the
+    ``isolation.level`` the settings give (``read_uncommitted`` unless they say otherwise). Close it when done."""
+    read_committed = read_committed_of(settings.get("isolation.level"))
     if settings.get("bootstrap.servers"):
         from connect.log.kafka.backend import KafkaBackend
         from connect.log.kafka.range_reader import KafkaLogReader
 
-        return KafkaLogReader(KafkaBackend(settings), owns_backend=True)
+        client = {k: v for k, v in settings.items() if k != "isolation.level"}
+        return KafkaLogReader(KafkaBackend(client), owns_backend=True, read_committed=read_committed)
     from connect.log.embedded.range_reader import EmbeddedLogReader
 
-    return EmbeddedLogReader.open(str(settings.get("embedded.log.dir") or "./headrace-data"))
+    return EmbeddedLogReader.open(str(settings.get("embedded.log.dir") or "./headrace-data"), read_committed)

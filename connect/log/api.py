@@ -41,6 +41,7 @@ __all__ = [
     "TopicExistsError",
     "UnknownTopicError",
     "TopicPartition",
+    "read_committed_of",
 ]
 
 Headers = tuple[tuple[str, bytes | None], ...]
@@ -387,7 +388,8 @@ class RecordRange:
     """What one ``LogReader.read`` found: whole batches of records in the asked range, and where to go on.
 
     ``next_offset`` is where the next read of the range starts: the range's
-    end once it is done; with no batches, where the log ends for now.
+    end once it is done; with no batches, where the log ends for now (or, for a
+    ``read_committed`` reader, where the first still-open transaction begins).
     """
 
     batches: list[FetchedBatch]
@@ -402,13 +404,30 @@ class LogReader(abc.ABC):
     ranges of them. One reader serves one thread. Made by
     ``LogBackend.reader`` or, in a process that runs no worker, by
     ``connect.log.open_log_reader``.
+
+    A ``read_committed`` reader hands out only records written outside
+    transactions and those of committed transactions, never markers; a range it
+    is asked for should end at or before the ``stable_offsets`` it gave, since
+    beyond them transactions may still be open.
     """
+
+    read_committed: bool = False
 
     @abc.abstractmethod
     def partition_offsets(self, topics: Sequence[str] = (), pattern: str | None = None
                           ) -> dict[TopicPartition, tuple[int, int]]:
         """(log start offset, log end offset) of every partition of ``topics`` (those that exist) and of every
         non-internal topic whose whole name ``pattern`` matches."""
+
+    @abc.abstractmethod
+    def stable_offsets(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Kafka's last stable offset of each partition in ``positions``: below it, every transaction has ended
+        (for a reader that is not ``read_committed``, the log end offset).
+
+        ``positions`` says where the caller's reads stand; everything before
+        them must be settled already (a reader may look for open transactions
+        from there on only). Partitions that do not exist are left out.
+        """
 
     @abc.abstractmethod
     def read(self, topic: str, partition: int, start: int, end: int, max_bytes: int = 4 << 20) -> RecordRange:
@@ -422,6 +441,15 @@ class LogReader(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         pass
+
+
+def read_committed_of(isolation_level: object) -> bool:
+    """Whether a consumer's or reader's ``isolation.level`` setting asks for ``read_committed``; a value that is
+    neither of Kafka's two raises LogError naming it."""
+    level = str(isolation_level or "read_uncommitted").strip().lower()
+    if level not in ("read_uncommitted", "read_committed"):
+        raise LogError(f"Invalid value {isolation_level!r} for isolation.level: read_uncommitted or read_committed")
+    return level == "read_committed"
 
 
 class LogBackend(abc.ABC):
@@ -447,8 +475,8 @@ class LogBackend(abc.ABC):
     @abc.abstractmethod
     def admin(self, config: Mapping[str, Any] | None = None) -> Admin: ...
 
-    def reader(self) -> LogReader:
-        """A LogReader of this log (see LogReader)."""
+    def reader(self, isolation_level: str = "read_uncommitted") -> LogReader:
+        """A LogReader of this log (see LogReader), reading with ``isolation_level``."""
         raise NotImplementedError(f"{type(self).__name__} has no range reader")
 
     def health_problem(self) -> str | None:

@@ -109,3 +109,65 @@ def test_a_backend_gives_a_reader_of_its_log(settings: dict[str, str], topics: t
         reader.close()
     finally:
         backend.close()
+
+
+def test_a_read_committed_reader_reads_committed_transactions_up_to_the_last_stable_offset(
+        settings: dict[str, str]) -> None:
+    topic = f"txn-{uuid.uuid4().hex[:8]}"
+    tp = TopicPartition(topic, 0)
+    backend = open_log_backend(settings)
+    producers = []
+    try:
+        backend.admin().create_topic(NewTopic(topic, 1, 1))
+        plain = backend.producer({"acks": "all", "linger.ms": 0})
+        t1, t2, t3 = (backend.producer({"transactional.id": f"{topic}-{n}", "linger.ms": 0}) for n in "abc")
+        producers = [plain, t1, t2, t3]
+        for p in (t1, t2, t3):
+            p.init_transactions()
+        plain.send_batch(topic, 0, [b"p0", b"p1"])
+        assert plain.flush(30) == 0
+        t1.begin_transaction()
+        t1.send_batch(topic, 0, [b"a1", b"a2"])
+        assert t1.flush(30) == 0
+        t2.begin_transaction()
+        t2.send_batch(topic, 0, [b"b1"])  # still open below: the last stable offset stops here
+        assert t2.flush(30) == 0
+        t1.commit_transaction()  # its marker lies after b1, past the end of the first range read below
+        t3.begin_transaction()
+        t3.send_batch(topic, 0, [b"c1"])
+        assert t3.flush(30) == 0  # in the log, then aborted
+        t3.abort_transaction()
+        plain.send_batch(topic, 0, [b"p2"])
+        assert plain.flush(30) == 0
+
+        everything = open_log_reader(settings)
+        committed = open_log_reader({**settings, "isolation.level": "read_committed"})
+        try:
+            assert committed.read_committed and not everything.read_committed
+            log_end = everything.partition_offsets([topic])[tp][1]
+            assert everything.stable_offsets({tp: 0}) == {tp: log_end}
+            seen = {r.value: r.offset for r in _read_all(everything, topic, 0, 0, log_end, 1 << 20)}
+            assert set(seen) == {b"p0", b"p1", b"a1", b"a2", b"b1", b"c1", b"p2"}, "markers are never records"
+
+            stable = committed.stable_offsets({tp: 0})[tp]
+            assert stable == seen[b"b1"], "the open transaction's first record is the last stable offset"
+            assert [r.value for r in _read_all(committed, topic, 0, 0, stable, 64)] == [b"p0", b"p1", b"a1", b"a2"]
+
+            t2.commit_transaction()
+            assert committed.stable_offsets({tp: stable})[tp] == everything.partition_offsets([topic])[tp][1]
+            rest = _read_all(committed, topic, 0, stable, committed.stable_offsets({tp: stable})[tp], 1 << 20)
+            assert [r.value for r in rest] == [b"b1", b"p2"], "the aborted c1 is never handed out"
+        finally:
+            everything.close()
+            committed.close()
+    finally:
+        for p in producers:
+            p.close()
+        backend.close()
+
+
+def test_an_isolation_level_that_is_not_kafkas_is_refused(tmp_path: Path) -> None:
+    from connect.log.api import LogError
+
+    with pytest.raises(LogError, match="isolation.level"):
+        open_log_reader({"embedded.log.dir": str(tmp_path), "isolation.level": "serializable"})

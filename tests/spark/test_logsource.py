@@ -127,6 +127,47 @@ def test_headers_nulls_starting_offsets_and_new_partitions(tmp_path, spark):
         backend.close()
 
 
+def test_read_committed_never_shows_aborted_or_open_transactions(tmp_path, spark):
+    from connect.log.api import NewTopic
+    from connect.log.embedded.backend import EmbeddedBackend
+
+    log_dir = str(tmp_path / "data")
+    backend = EmbeddedBackend(log_dir)
+    backend.admin().create_topic(NewTopic("x", 1, 1))
+    txn = backend.producer({"transactional.id": "src-0", "linger.ms": 0})
+    plain = backend.producer({"linger.ms": 0})
+    txn.init_transactions()
+    for prefix, count, end in (("c", 100, "commit"), ("a", 100, "abort"), ("o", 50, None)):
+        txn.begin_transaction()
+        txn.send_batch("x", 0, [f"{prefix}{i}".encode() for i in range(count)])
+        txn.flush(10)
+        if end == "commit":
+            txn.commit_transaction()
+        elif end == "abort":
+            txn.abort_transaction()
+    plain.send_batch("x", 0, [f"p{i}".encode() for i in range(10)])  # after the open transaction
+    plain.flush(10)
+    settings = {"embedded.log.dir": log_dir, "isolation.level": "read_committed"}
+    df = read_stream(spark, {"topics": "x"}, settings, "earliest", 0)
+    c = Collector(spark, log_dir, str(tmp_path / "cp"), df=df)
+    try:
+        c.wait(100)
+        c.settle()
+        assert sorted(r["value"] for r in c.rows()) == sorted(f"c{i}".encode() for i in range(100)), \
+            "only the committed transaction; nothing at or after the open one's first record"
+        txn.commit_transaction()
+        c.wait(160)
+        c.settle()
+    finally:
+        c.stop()
+        txn.close()
+        plain.close()
+        backend.close()
+    values = [r["value"] for r in c.rows()]
+    assert len(values) == 160 and not any(v.startswith(b"a") for v in values)
+    assert {v[:1] for v in values} == {b"c", b"o", b"p"}
+
+
 @pytest.mark.kafka
 def test_the_source_reads_kafka_through_the_same_log_interface(tmp_path, spark, kafka):
     from connect.log import open_log_backend

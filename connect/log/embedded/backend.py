@@ -31,7 +31,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from connect.log.api import Admin, Consumer, LogBackend, LogError, LogReader, Producer
+from connect.log.api import Admin, Consumer, LogBackend, LogError, LogReader, Producer, read_committed_of
 from connect.log.embedded.admin import EmbeddedAdmin
 from connect.log.embedded.cleaner import CleaningStats, LogCleaner
 from connect.log.embedded.config import client_bool, client_int
@@ -108,8 +108,8 @@ class EmbeddedBackend(LogBackend):
     def admin(self, config: Mapping[str, Any] | None = None) -> Admin:
         return EmbeddedAdmin(self._store, self._offsets, self._transactions)
 
-    def reader(self) -> LogReader:
-        return EmbeddedLogReader(self._store)
+    def reader(self, isolation_level: str = "read_uncommitted") -> LogReader:
+        return EmbeddedLogReader(self._store, read_committed=read_committed_of(isolation_level))
 
     def run_cleaner_once(self, now_ms: int | None = None) -> CleaningStats:
         """Apply retention and compaction to every partition now (``now_ms`` overrides the clock)."""

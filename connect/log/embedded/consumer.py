@@ -39,6 +39,7 @@ from connect.log.api import (
     OffsetBeyondLogEndError,
     RebalanceListener,
     UnknownTopicError,
+    read_committed_of,
 )
 from connect.log.embedded.codec import DecodedBatch
 from connect.log.embedded.config import client_bool, client_int
@@ -141,10 +142,7 @@ class EmbeddedConsumer(Consumer):
         if reset not in ("earliest", "latest", "none"):
             raise LogError(f"Invalid value {reset!r} for auto.offset.reset")
         self._reset = reset
-        isolation = str(config.get("isolation.level") or "read_uncommitted").strip().lower()
-        if isolation not in ("read_uncommitted", "read_committed"):
-            raise LogError(f"Invalid value {isolation!r} for isolation.level: read_uncommitted or read_committed")
-        self._committed_only = isolation == "read_committed"
+        self._committed_only = read_committed_of(config.get("isolation.level"))
         self._fetch_bytes = max(1, client_int(config, "max.partition.fetch.bytes", 1 << 20))
         self._auto_commit = self._group is not None and client_bool(config, "enable.auto.commit", True)
         self._commit_interval = client_int(config, "auto.commit.interval.ms", 5000) / 1000.0

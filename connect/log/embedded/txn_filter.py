@@ -45,6 +45,10 @@ class TransactionFilter:
     def holding(self) -> bool:
         return bool(self._held)
 
+    def settled_below(self, end: int) -> bool:
+        """Whether every batch with offsets below ``end`` has been read and handed out or dropped."""
+        return self.read_to >= end and (not self._held or self._held[0][0].base_offset >= end)
+
     def feed(self, batches: Iterable[DecodedBatch]) -> list[DecodedBatch]:
         """The batches that may be handed out now, in offset order, from ``batches`` and what was held."""
         out: list[DecodedBatch] = []

@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
+from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KTP
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 from confluent_kafka.admin import NewTopic as KNewTopic
@@ -150,9 +150,12 @@ class KafkaAdmin(Admin):
         futures = self._a.list_offsets(request, request_timeout=self._timeout)
         return {k.partition: int(self._wait(f, f"offsets of {topic}").offset) for k, f in futures.items()}
 
-    def partition_offsets(self, names: Sequence[str]) -> dict[TopicPartition, tuple[int, int]]:
+    def partition_offsets(self, names: Sequence[str], read_committed: bool = False
+                          ) -> dict[TopicPartition, tuple[int, int]]:
         """(log start offset, log end offset) of every partition of the topics ``names`` that exist, asked for
-        in one metadata and two ListOffsets requests whatever the number of partitions."""
+        in one metadata and two ListOffsets requests whatever the number of partitions. ``read_committed``:
+        the end is the last stable offset (where the first still-open transaction begins)."""
+        isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
         topics = self._metadata().topics
         parts = [KTP(t, p) for t in dict.fromkeys(names)
                  if (tm := topics.get(t)) is not None and tm.error is None for p in sorted(tm.partitions)]
@@ -160,7 +163,8 @@ class KafkaAdmin(Admin):
             return {}
         bounds: list[dict[TopicPartition, int]] = []
         for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
-            futures = self._a.list_offsets({k: spec for k in parts}, request_timeout=self._timeout)
+            futures = self._a.list_offsets({k: spec for k in parts}, isolation_level=isolation,
+                                           request_timeout=self._timeout)
             bounds.append({TopicPartition(k.topic, k.partition): int(self._wait(f, f"offsets of {k.topic}").offset)
                            for k, f in futures.items()})
         low, high = bounds

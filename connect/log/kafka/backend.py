@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from connect.log.api import LogBackend, LogError
+from connect.log.api import LogBackend, LogError, read_committed_of
 from connect.log.kafka.admin import KafkaAdmin
 from connect.log.kafka.config import client_config
 from connect.log.kafka.consumer import KafkaConsumer
@@ -57,8 +57,8 @@ class KafkaBackend(LogBackend):
         # they are often used for one call (start-up checks, the tools) before any outage could matter.
         return KafkaAdmin(cfg, own, self._label("admin", cfg))
 
-    def reader(self) -> KafkaLogReader:
-        return KafkaLogReader(self)
+    def reader(self, isolation_level: str = "read_uncommitted") -> KafkaLogReader:
+        return KafkaLogReader(self, read_committed=read_committed_of(isolation_level))
 
     def health_problem(self) -> str | None:
         return self.health.problem()

@@ -6,7 +6,7 @@ import bisect
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from connect.api.topic_partition import TopicPartition
@@ -26,11 +26,15 @@ class KafkaLogReader(LogReader):
     """Reads with a consumer of no group (nothing joined, nothing committed); ``read_timeout`` bounds how long
     a read waits for records the log end says are there."""
 
-    def __init__(self, backend: KafkaBackend, owns_backend: bool = False, read_timeout: float = 30.0) -> None:
+    def __init__(self, backend: KafkaBackend, owns_backend: bool = False, read_timeout: float = 30.0,
+                 read_committed: bool = False) -> None:
         self._backend = backend
         self._owns_backend = owns_backend
+        self.read_committed = read_committed
         self._admin = backend.admin()
-        self._consumer = backend.consumer(None, {"auto.offset.reset": "earliest", "enable.auto.commit": "false"})
+        self._consumer = backend.consumer(None, {
+            "auto.offset.reset": "earliest", "enable.auto.commit": "false",
+            "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
         self._timeout = read_timeout
         # where the consumer stands after the last read: a range read in pieces needs no seek between them
         self._next: tuple[TopicPartition, int] | None = None
@@ -42,6 +46,11 @@ class KafkaLogReader(LogReader):
             rx = re.compile(pattern)
             names += [t for t in self._admin.list_topics() if rx.fullmatch(t)]
         return self._admin.partition_offsets(names)
+
+    def stable_offsets(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        topics = sorted({tp.topic for tp in positions})
+        ends = self._admin.partition_offsets(topics, read_committed=self.read_committed)
+        return {tp: bounds[1] for tp, bounds in ends.items() if tp in positions}
 
     def _seek(self, tp: TopicPartition, start: int) -> int:
         bounds = self._admin.partition_offsets([tp.topic]).get(tp)
