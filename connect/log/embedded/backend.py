@@ -66,7 +66,8 @@ class EmbeddedBackend(LogBackend):
                                      signals.data_appended, read_only=read_only)
             durable = client_bool(self._worker_config, "embedded.log.fsync", False)
             self._offsets = GroupOffsetStore(self.log_dir, durable=durable, read_only=read_only)
-            self._transactions = TransactionCoordinator(self.log_dir, self._store.partition_log)
+            self._transactions = TransactionCoordinator(self.log_dir, self._store.partition_log,
+                                                        durable_commits=durable)
             if not read_only:
                 opened = self._store.open_logs()
                 log.info("Opened the embedded log at %s (%d partition(s))", self.log_dir, len(opened))

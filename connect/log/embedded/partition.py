@@ -439,6 +439,12 @@ class PartitionLog:
             self._on_append()
         return base
 
+    @property
+    def syncs_writes(self) -> bool:
+        """Whether this partition's appends are meant to survive a power cut (``flush.messages`` is set, as
+        ``embedded.log.fsync=true`` sets it), not only the writing process being killed."""
+        return self.config.flush_messages < LONG_MAX
+
     def sync(self) -> None:
         """Make every batch appended so far durable (fsync), whatever ``flush.messages`` says."""
         with self._lock.hold():
@@ -464,15 +470,14 @@ class PartitionLog:
         if self._max_ts > old.time_index.last_timestamp:
             # Kafka's closing entry: retention then knows the segment's newest timestamp
             old.time_index.append(self._max_ts, self._max_ts_offset)
-        durable = self.config.flush_messages < LONG_MAX
-        if durable:
+        if self.syncs_writes:
             old.sync()
         else:
             self._unsynced.append(old)  # for the next sync(): a transaction's commit needs it on disk
         old_size = self._known_size
         new = LogSegment(self.directory, self._next_offset, create=True)
         new.index_checked = True
-        if durable:
+        if self.syncs_writes:
             fsync_dir(self.directory)
         with self._refresh_mutex:
             # listed here first so that the rescan below keeps this object

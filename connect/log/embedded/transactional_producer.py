@@ -112,7 +112,11 @@ class TransactionalEmbeddedProducer(EmbeddedProducer):
                 raise LogError(f"a write of the transaction failed: {self._failed}")
             written = list(self._written)
             for tp in written:
-                self._store.partition_log(tp.topic, tp.partition).sync()
+                # the data is made as durable as the partition's other appends before the commit point: in
+                # the page cache (which a killed process leaves intact), or on disk where the topic syncs
+                plog = self._store.partition_log(tp.topic, tp.partition)
+                if plog.syncs_writes:
+                    plog.sync()
         except ProducerFencedError:
             self._open = False  # the newer producer aborted it
             raise

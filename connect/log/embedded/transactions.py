@@ -8,9 +8,12 @@ Kafka's three pieces, on files:
   partition the id has ever written in a transaction (added, durably, before its first batch there). ``init_transactions`` bumps the epoch: an older
   instance's next append or commit finds a newer epoch and raises ProducerFencedError.
 * **The commit point.** A transaction's data batches go straight into their partitions, marked with the
-  producer id and epoch. To commit, the producer fsyncs those partitions, then records PREPARE_COMMIT in
-  the state file (fsync): from then on the transaction is committed, whatever happens. Then it appends a
-  COMMIT marker to each partition it wrote and records COMPLETE. An abort appends ABORT markers.
+  producer id and epoch. To commit, the producer records PREPARE_COMMIT in the state file: from then on
+  the transaction is committed, whatever happens. Then it appends a COMMIT marker to each partition it
+  wrote and records COMPLETE. An abort appends ABORT markers. The data and the commit point are as
+  durable as the log's other appends: in the page cache, which survives the process being killed, or,
+  with ``embedded.log.fsync=true`` (or a topic's ``flush.messages``), fsynced first, data then commit
+  point, so that a power cut cannot commit records it lost.
 * **Recovery.** A transaction left in PREPARE_COMMIT by a dead process is completed; anything else it may
   have left open is aborted, by an ABORT marker in every partition the id ever wrote (a marker for a
   producer with nothing open in that partition is harmless to readers). The owner of the log does this for every id when it opens the log,
@@ -77,8 +80,11 @@ def _marker(pid: int, epoch: int, kind: int) -> Any:
 class TransactionCoordinator:
     """The state files of one log directory. ``append_marker(tp, batch)`` appends to a partition."""
 
-    def __init__(self, log_dir: str, partition_log: Any) -> None:
+    def __init__(self, log_dir: str, partition_log: Any, durable_commits: bool = True) -> None:
         self.directory = os.path.join(log_dir, TRANSACTIONS_DIR)
+        # whether the commit point is fsynced: only worth it where the data before it is (embedded.log.fsync);
+        # a commit point on disk for data still in the page cache would make a power cut commit lost records
+        self._durable_commits = durable_commits
         self._partition_log = partition_log  # (topic, partition) -> PartitionLog
         self._locks: dict[str, FileLock] = {}
         self._locks_mutex = threading.Lock()
@@ -148,7 +154,7 @@ class TransactionCoordinator:
             self.check(state, current)
             assert current is not None
             current.state = PREPARE_COMMIT
-            self.save(current)  # the commit point
+            self.save(current, durable=self._durable_commits)  # the commit point
             for tp in written:
                 self._partition_log(tp.topic, tp.partition).append(_marker(state.producer_id, state.epoch, TXN_COMMIT))
             current.state = COMPLETE
