@@ -9,8 +9,10 @@ from collections.abc import Mapping
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import Admin, LogError
 from connect.runtime.herder import BadRequestError, ConnectorOffset, HerderError
+from connect.runtime.offsets import OffsetStore, offset_key
 
-__all__ = ["STOPPED_REQUIRED", "alter_sink_offsets", "check_source_offsets", "reset_sink_offsets", "sink_offsets"]
+__all__ = ["STOPPED_REQUIRED", "alter_sink_offsets", "alter_source_offsets", "check_source_offsets",
+           "reset_sink_offsets", "reset_source_offsets", "sink_offsets", "source_offsets"]
 
 STOPPED_REQUIRED = (
     "Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the "
@@ -58,3 +60,25 @@ def check_source_offsets(offsets: list[ConnectorOffset]) -> None:
             raise BadRequestError("Source partitions may not be null or empty")
         if entry.offset is not None and not isinstance(entry.offset, Mapping):
             raise BadRequestError("Source offsets must be maps or null")
+
+
+def source_offsets(stores: list[OffsetStore], name: str) -> list[ConnectorOffset]:
+    """The offsets a source connector's tasks would resume from: each partition's from the first store of
+    ``stores`` (see Worker.source_offset_stores) that has one."""
+    merged: dict[str, ConnectorOffset] = {}
+    for store in reversed(stores):
+        for partition, offset in store.connector_offsets(name):
+            merged[offset_key(name, partition)] = ConnectorOffset(partition, offset)
+    return list(merged.values())
+
+
+def alter_source_offsets(stores: list[OffsetStore], name: str, offsets: list[ConnectorOffset]) -> None:
+    """Written to every store, so that no store a task falls back to still holds what was changed."""
+    check_source_offsets(offsets)
+    for store in stores:
+        store.put(name, [(e.partition, e.offset) for e in offsets])
+
+
+def reset_source_offsets(stores: list[OffsetStore], name: str) -> None:
+    for store in stores:
+        store.reset(name)

@@ -39,8 +39,10 @@ from connect.runtime.herder import (
 from connect.runtime.offset_admin import (
     STOPPED_REQUIRED,
     alter_sink_offsets,
-    check_source_offsets,
+    alter_source_offsets,
+    reset_source_offsets,
     sink_offsets,
+    source_offsets,
 )
 from connect.runtime.worker import Worker
 
@@ -363,7 +365,7 @@ class StandaloneHerder(AbstractHerder):
         config = self._config(name)
         if self.connector_type_of(config) is ConnectorType.SINK:
             return sink_offsets(self.worker.admin, name)
-        return [ConnectorOffset(p, o) for p, o in self.worker.offset_store.connector_offsets(name)]
+        return source_offsets(self.worker.source_offset_stores(config), name)
 
     def _require_stopped(self, name: str) -> dict[str, str]:
         config = self._config(name)
@@ -379,8 +381,7 @@ class StandaloneHerder(AbstractHerder):
             if self.connector_type_of(config) is ConnectorType.SINK:
                 alter_sink_offsets(self.worker.admin, name, offsets)
             else:
-                check_source_offsets(offsets)
-                self.worker.offset_store.put(name, [(e.partition, e.offset) for e in offsets])
+                alter_source_offsets(self.worker.source_offset_stores(config), name, offsets)
             log.info("[%s] Offsets altered for %d partition(s)", name, len(offsets))
             return "The offsets for this connector have been altered successfully"
 
@@ -393,7 +394,7 @@ class StandaloneHerder(AbstractHerder):
                 except LogError as exc:
                     raise HerderError(f"Failed to reset offsets for connector {name}: {exc}") from exc
             else:
-                self.worker.offset_store.reset(name)
+                reset_source_offsets(self.worker.source_offset_stores(config), name)
             log.info("[%s] Offsets reset", name)
             return "The offsets for this connector have been reset successfully"
 

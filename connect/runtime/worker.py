@@ -131,6 +131,16 @@ class Worker:
         # set by a distributed herder: fences the earlier generations of a connector's exactly-once tasks
         self.zombie_fencer: Callable[[ConnectorTaskId], None] | None = None
 
+    def source_offset_stores(self, connector_config: Mapping[str, str]) -> list[OffsetStore]:
+        """Where a source connector's offsets live, the store its tasks read first first: with exactly-once
+        sources enabled, its offset topic (read to its end now), then the worker's own store, which its
+        tasks fall back to partition by partition; otherwise the worker's store alone."""
+        if not self.config.exactly_once_source_enabled:
+            return [self.offset_store]
+        primary = self.offset_topics.store_for(connector_config.get("offsets.storage.topic") or None)
+        primary.refresh()
+        return [primary] if primary is self.offset_store else [primary, self.offset_store]
+
     @property
     def admin(self):  # lazily made admin client of the topic layer
         if self._admin is None:

@@ -139,3 +139,41 @@ def test_validation_refuses_exactly_once_where_the_worker_or_the_connector_canno
             assert "does not support exactly-once semantics" in created.json()["message"]
     finally:
         enabled.stop()
+
+
+def test_offsets_endpoints_of_an_exactly_once_source_use_its_offset_topic(tmp_path):
+    """GET, PATCH and DELETE /connectors/{c}/offsets see and change what the exactly-once task resumes from:
+    the offsets in its offset topic, not the worker's offsets file."""
+    src_file = tmp_path / "input.txt"
+    src_file.write_text("".join(f"line-{i}\n" for i in range(300)))
+    worker = RestWorker(tmp_path, _source(tmp_path), exactly_once_source_support="enabled").start()
+    partition = {"filename": str(src_file)}
+    try:
+        with worker.http() as http:
+            def offsets() -> list[dict]:
+                return http.get("/connectors/eos-source/offsets").json()["offsets"]
+
+            wait_until(lambda: offsets() == [{"partition": partition,
+                                              "offset": {"position": src_file.stat().st_size}}],
+                       30, what="the committed position over REST")
+            assert len(_read_committed(tmp_path)) == 300
+            assert http.put("/connectors/eos-source/stop").status_code == 204
+            wait_until(lambda: http.get("/connectors/eos-source/status").json()["connector"]["state"] == "STOPPED",
+                       30)
+            # back to the start of line 200: the task resumes there, in a transaction of its own
+            at = len("".join(f"line-{i}\n" for i in range(200)))
+            r = http.patch("/connectors/eos-source/offsets",
+                           json={"offsets": [{"partition": partition, "offset": {"position": at}}]})
+            assert r.status_code == 200, r.text
+            assert offsets() == [{"partition": partition, "offset": {"position": at}}]
+            assert http.put("/connectors/eos-source/resume").status_code == 202
+            wait_until(lambda: len(_read_committed(tmp_path)) == 400, 60, what="lines 200..299 again")
+            assert _read_committed(tmp_path)[300:] == [f"line-{i}" for i in range(200, 300)]
+
+            assert http.put("/connectors/eos-source/stop").status_code == 204
+            wait_until(lambda: http.get("/connectors/eos-source/status").json()["connector"]["state"] == "STOPPED",
+                       30)
+            assert http.delete("/connectors/eos-source/offsets").status_code == 200
+            assert offsets() == []
+    finally:
+        worker.stop()
