@@ -6,8 +6,11 @@ Their class names match Redis Inc.'s connector, so ``com.redis.kafka.connect.Red
 """
 
 from plugins.redis.sink import RedisSinkConnector, RedisSinkTask
+from plugins.redis.stream_source import RedisStreamSourceConnector, RedisStreamSourceTask
 
 __all__ = [
     "RedisSinkConnector",
     "RedisSinkTask",
+    "RedisStreamSourceConnector",
+    "RedisStreamSourceTask",
 ]
