@@ -304,8 +304,10 @@ class RedisStreamSourceTask(SourceTask):
                 pipe.execute()
             except (RedisError, OSError) as exc:
                 self._acks.extendleft(reversed(taken))  # acknowledged later: replayed at worst, never lost
-                log.warning("%s could not acknowledge %d entries (they stay pending until the next try): %s", self,
-                            len(taken), describe_error(exc))
+                if self._down_since is None:  # one line per outage, not per attempt
+                    self._down_since = time.monotonic()
+                    log.warning("%s: Redis at %s is unreachable; %d entries stay pending until it is back: %s",
+                                self, self._uri, len(taken), describe_error(exc))
                 return
             self._in_flight.difference_update(taken)
             self.entries_acked += len(taken)
