@@ -216,7 +216,8 @@ def _fields(value: Any, kind: str, record: SinkRecord) -> dict[str, str | bytes]
         shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
         raise DataException(f"redis.type={kind} needs a map or struct value, but the record at {_where(record)} "
                             f"(key {record.key!r}) has a {type(value).__name__}: {shown}")
-    fields = {str(k): _field_value(v) for k, v in items if v is not None}
+    fields = {k if type(k) is str else str(k): v if type(v) is str else _field_value(v)
+              for k, v in items if v is not None}
     if not fields:
         raise DataException(f"redis.type={kind}: the value of the record at {_where(record)} has no non-null field")
     return fields
@@ -267,6 +268,7 @@ class RedisSinkTask(SinkTask):
         self._name = ""
         self._uri = ""
         self._prefixes: dict[str, str] = {}
+        self._collections: dict[str, str] = {}
         self._down_since: float | None = None
         self._lock = threading.Lock()
         self.records_written = 0
@@ -309,7 +311,10 @@ class RedisSinkTask(SinkTask):
         return prefix
 
     def _collection(self, topic: str) -> str:
-        return self._keyspace.replace("${topic}", topic)
+        space = self._collections.get(topic)
+        if space is None:
+            space = self._collections[topic] = self._keyspace.replace("${topic}", topic)
+        return space
 
     # --- put ----------------------------------------------------------------------------------------------
     def put(self, records: Sequence[SinkRecord]) -> None:

@@ -49,6 +49,8 @@ from connect.api import (
     ConfigValue,
     ConnectException,
     ConnectHeaders,
+    Field,
+    Header,
     Importance,
     NonEmptyString,
     Range,
@@ -91,6 +93,7 @@ STREAM_HEADER = "redis.stream"
 ID_HEADER = "redis.stream.id"
 DELIVERY_COUNT_HEADER = "redis.delivery.count"
 
+_STRING = Schema.OPTIONAL_STRING_SCHEMA
 _G = "Stream"
 CONFIG_DEF = (
     _client.define_client(ConfigDef())
@@ -211,7 +214,7 @@ class RedisStreamSourceTask(SourceTask):
         self._in_flight: set[tuple[str, str]] = set()  # delivered by poll, not yet acknowledged
         self._acks: collections.deque[tuple[str, str]] = collections.deque()  # the log has them: XACK due
         self._ack_lock = threading.Lock()
-        self._schemas: dict[tuple[Any, ...], Schema] = {}
+        self._schemas: dict[tuple[Any, ...], tuple[Schema, list[Field]]] = {}
         self._partitions: dict[str, dict[str, str]] = {}
         self._stopping = threading.Event()
         self._down_since: float | None = None
@@ -416,6 +419,7 @@ class RedisStreamSourceTask(SourceTask):
         if partition is None:
             partition = self._partitions[stream] = {"stream": stream}
         records: list[SourceRecord] = []
+        stream_header = Header(STREAM_HEADER, _STRING, stream)
         gone: list[str] = []
         dead = 0
         for raw_id, fields in entries:
@@ -424,7 +428,7 @@ class RedisStreamSourceTask(SourceTask):
                 gone.append(entry_id)
                 continue
             schema, value = self._value(fields)
-            headers = ConnectHeaders().add_string(STREAM_HEADER, stream).add_string(ID_HEADER, entry_id)
+            headers = ConnectHeaders((stream_header, Header(ID_HEADER, _STRING, entry_id)))
             target = topic
             count = counts.get(entry_id, 1)
             if redelivered and count > 1:
@@ -453,27 +457,33 @@ class RedisStreamSourceTask(SourceTask):
                 if _text(name) == self._body_field:
                     return Schema.OPTIONAL_STRING_SCHEMA, _text(raw)
             return Schema.OPTIONAL_STRING_SCHEMA, None
-        names: list[str] = []
-        values: list[str | bytes] = []
-        for name, raw in fields.items():
-            names.append(_text(name))
-            if isinstance(raw, bytes):
+        try:  # the usual entry: every value is UTF-8 text
+            values: list[str | bytes] = [v.decode() if type(v) is bytes else v for v in fields.values()]
+            shape: tuple[Any, ...] = tuple(fields)
+        except UnicodeDecodeError:
+            values = []
+            for raw in fields.values():
                 try:
-                    values.append(raw.decode("utf-8"))
+                    values.append(raw.decode() if type(raw) is bytes else raw)
                 except UnicodeDecodeError:
                     values.append(raw)  # kept as bytes: its field is BYTES
-            else:
-                values.append(raw)
-        shape = tuple((n, type(v) is bytes) for n, v in zip(names, values, strict=True))
-        schema = self._schemas.get(shape)
-        if schema is None:
-            builder = SchemaBuilder.struct()
-            for n, is_bytes in shape:
-                builder.field(n, Schema.OPTIONAL_BYTES_SCHEMA if is_bytes else Schema.OPTIONAL_STRING_SCHEMA)
-            schema = builder.build()
+            shape = (*fields, *(type(v) is bytes for v in values))
+        known = self._schemas.get(shape)
+        if known is None:
+            known = self._schema_of(list(fields), values)
             if len(self._schemas) < 10_000:
-                self._schemas[shape] = schema
+                self._schemas[shape] = known
+        schema, struct_fields = known
         struct = Struct(schema)
-        for n, v in zip(names, values, strict=True):
-            struct.put(n, v)
+        for field, value in zip(struct_fields, values, strict=True):
+            struct.put(field, value)
         return schema, struct
+
+    @staticmethod
+    def _schema_of(names: list[Any], values: list[str | bytes]) -> tuple[Schema, list[Field]]:
+        builder = SchemaBuilder.struct()
+        for name, value in zip(names, values, strict=True):
+            builder.field(_text(name), Schema.OPTIONAL_BYTES_SCHEMA if type(value) is bytes
+                          else Schema.OPTIONAL_STRING_SCHEMA)
+        schema = builder.build()
+        return schema, list(schema.fields())
