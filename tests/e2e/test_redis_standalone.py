@@ -395,3 +395,18 @@ def test_a_15_s_redis_outage_keeps_both_connectors_running_and_loses_nothing(tmp
     assert db.hgetall(f"out:{ids[3999]}") == {"n": "3999"}
     assert "is back after" in log and "outage-source" in log and "outage-sink" in log
     db.close()
+
+
+def test_the_keys_source_refuses_more_than_one_task_at_start(tmp_path, redis_service):
+    conn = write_properties(tmp_path / "keys.properties", {
+        "name": "keys", "connector.class": "com.redis.kafka.connect.RedisKeysSourceConnector", "tasks.max": 2,
+        "redis.uri": redis_service.uri})
+    db = redis.Redis.from_url(redis_service.uri)
+    db.config_set("notify-keyspace-events", "KEA")
+    try:
+        line = _one_error_line(run_cli(["connect-standalone", str(worker_properties(tmp_path)), str(conn)],
+                                       cwd=tmp_path))
+    finally:
+        db.config_set("notify-keyspace-events", "")
+        db.close()
+    assert "tasks.max" in line and "one task only" in line, line
