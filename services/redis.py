@@ -3,7 +3,8 @@
 The append-only file is on (``appendfsync always`` unless asked otherwise), so a
 ``stop``/``kill`` followed by ``start`` comes back on the same port with the same
 data: outage and durability tests restart it mid-run. Nothing is downloaded;
-``scripts/install.sh`` installs the ``redis-server`` package.
+``scripts/install.sh`` installs the ``redis-server`` package. Given a certificate and key it listens with TLS only
+(``rediss://``), optionally asking clients for certificates too.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import ssl
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,11 +44,18 @@ class RedisService(Service):
         work_dir: str | os.PathLike[str] | None = None,
         password: str | None = None,
         appendfsync: str = "always",
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        tls_ca: str | os.PathLike[str] | None = None,
+        tls_auth_clients: bool = False,
     ) -> None:
         super().__init__(work_dir)
         self.port = port or free_port()
         self.password = password
         self.appendfsync = appendfsync
+        # with a certificate and key the server speaks only TLS on its port (rediss://)
+        self.tls = (tls_cert, tls_key, tls_ca) if tls_cert and tls_key else None
+        self.tls_auth_clients = tls_auth_clients
         self.data_dir = self.work_dir / "data"
         self.config_path = self.work_dir / "redis.conf"
 
@@ -67,7 +76,7 @@ class RedisService(Service):
 
     @property
     def uri(self) -> str:
-        return f"redis://127.0.0.1:{self.port}"
+        return f"{'rediss' if self.tls else 'redis'}://127.0.0.1:{self.port}"
 
     def server_config(self) -> dict[str, str]:
         config = {
@@ -84,6 +93,12 @@ class RedisService(Service):
         }
         if self.password:
             config["requirepass"] = self.password
+        if self.tls:
+            cert, key, ca = self.tls
+            config |= {"port": "0", "tls-port": str(self.port), "tls-cert-file": str(cert), "tls-key-file": str(key),
+                       "tls-auth-clients": "yes" if self.tls_auth_clients else "no"}
+            if ca:
+                config["tls-ca-cert-file"] = str(ca)
         return config
 
     def prepare(self) -> None:
@@ -94,7 +109,15 @@ class RedisService(Service):
         return [self.executable(), str(self.config_path)]
 
     def ready(self) -> bool:
-        with socket.create_connection(("127.0.0.1", self.port), timeout=1.0) as sock:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1.0) as plain:
+            sock = plain
+            if self.tls:  # only whether it answers: the certificate is the tests' business
+                context = ssl.create_default_context()
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+                if self.tls_auth_clients:
+                    context.load_cert_chain(str(self.tls[0]), str(self.tls[1]))
+                sock = context.wrap_socket(plain)
             request = _resp("PING")
             if self.password:
                 request = _resp("AUTH", self.password) + request

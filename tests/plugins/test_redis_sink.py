@@ -315,3 +315,30 @@ def test_start_parses_and_a_stopped_task_refuses_put(redis_service):
     task.stop()
     with pytest.raises(ConnectException, match="stopped"):
         task.put([_rec("a", "1", 0)])
+
+
+def test_tls_with_rediss_the_ca_and_a_client_certificate(redis_factory, tmp_path):
+    from tests.rest.tls_certs import make_certs
+
+    certs = make_certs(tmp_path)
+    server = redis_factory(tls_cert=certs.server_store, tls_key=tmp_path / "server.key", tls_ca=certs.ca,
+                           tls_auth_clients=True)
+    assert server.uri.startswith("rediss://")
+    mutual = {"redis.cacert": str(certs.ca), "redis.key.cert": str(certs.client_cert),
+              "redis.key.file": str(certs.client_key)}
+    base = {"redis.uri": server.uri, "redis.type": "STRING"}
+    assert _errors(RedisSinkConnector().validate({**base, **mutual})) == {}
+    untrusted = _errors(RedisSinkConnector().validate({**base, "redis.key.cert": str(certs.client_cert),
+                                                        "redis.key.file": str(certs.client_key)}))
+    assert list(untrusted) == ["redis.uri"] and "certificate verify failed" in untrusted["redis.uri"][0]
+    no_client_cert = _errors(RedisSinkConnector().validate({**base, "redis.cacert": str(certs.ca)}))
+    assert list(no_client_cert) == ["redis.uri"]
+    plain = f"redis://127.0.0.1:{server.port}"  # redis.tls=true turns redis:// into TLS
+    assert _errors(RedisSinkConnector().validate({**base, **mutual, "redis.uri": plain, "redis.tls": "true"})) == {}
+    task = _task(server.uri, "STRING", **mutual)
+    task.put([_rec("secure", "yes", 0)])
+    task.stop()
+    client = redis.Redis.from_url(server.uri, ssl_ca_certs=str(certs.ca), ssl_certfile=str(certs.client_cert),
+                                  ssl_keyfile=str(certs.client_key), decode_responses=True)
+    assert client.get("orders:secure") == "yes"
+    client.close()
