@@ -20,65 +20,19 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
 
 import redis
 
-from connect.api import (
-    OffsetStorageReader,
-    RecordMetadata,
-    Schema,
-    SinkRecord,
-    SinkTaskContext,
-    SourceTaskContext,
-    TopicPartition,
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package, for the task contexts
+
+from connect.api import RecordMetadata, Schema, SinkRecord
 from plugins.redis import RedisSinkTask, RedisStreamSourceTask
 from services.redis import RedisService
-
-
-class _SinkContext(SinkTaskContext):
-    def __init__(self, props: Mapping[str, str]) -> None:
-        self._props = props
-
-    def configs(self) -> Mapping[str, str]:
-        return self._props
-
-    def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
-        pass
-
-    def timeout(self, timeout_ms: int) -> None:
-        pass
-
-    def assignment(self) -> set[TopicPartition]:
-        return set()
-
-    def pause(self, *partitions: TopicPartition) -> None:
-        pass
-
-    def resume(self, *partitions: TopicPartition) -> None:
-        pass
-
-    def request_commit(self) -> None:
-        pass
-
-
-class _NoOffsets(OffsetStorageReader):
-    def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None:
-        return None
-
-
-class _SourceContext(SourceTaskContext):
-    def __init__(self, props: Mapping[str, str]) -> None:
-        self._props = props
-
-    def configs(self) -> Mapping[str, str]:
-        return self._props
-
-    def offset_storage_reader(self) -> OffsetStorageReader:
-        return _NoOffsets()
+from tests.plugins.redis_contexts import SinkContext, SourceContext
 
 
 def _batches(n: int, batch: int) -> list[list[SinkRecord]]:
@@ -96,7 +50,7 @@ def _timed(fn: Callable[[], int]) -> float:
 def sink_task(uri: str, kind: str, batches: list[list[SinkRecord]]) -> float:
     props = {"name": "bench", "redis.uri": uri, "redis.type": kind, "redis.keyspace": f"task-{kind}"}
     task = RedisSinkTask()
-    task.initialize(_SinkContext(props))
+    task.initialize(SinkContext(props))
     task.start(props)
 
     def run() -> int:
@@ -144,7 +98,7 @@ def source_task(uri: str, stream: str, n: int, batch: int, group: str) -> float:
     props = {"name": "bench", "redis.uri": uri, "redis.stream.name": stream, "redis.stream.consumer.group": group,
              "batch.size": str(batch), "redis.stream.block": "10"}
     task = RedisStreamSourceTask()
-    task.initialize(_SourceContext(props))
+    task.initialize(SourceContext(props))
     task.start(props)
 
     def run() -> int:

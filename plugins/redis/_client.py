@@ -8,6 +8,8 @@ with it masked.
 
 from __future__ import annotations
 
+import logging
+import time
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
@@ -24,6 +26,7 @@ from connect.api import (
     Importance,
     LambdaValidator,
     Range,
+    RetriableException,
 )
 
 URI_CONFIG = "redis.uri"
@@ -164,3 +167,27 @@ def has_errors(values: Mapping[str, ConfigValue], *names: str) -> bool:
 def client_names() -> tuple[str, ...]:
     return (URI_CONFIG, USERNAME_CONFIG, PASSWORD_CONFIG, TIMEOUT_CONFIG, TLS_CONFIG, INSECURE_CONFIG, CACERT_CONFIG,
             KEY_CERT_CONFIG, KEY_FILE_CONFIG, KEY_PASSWORD_CONFIG)
+
+
+class Outage:
+    """One WARNING when Redis goes away and one INFO line when it is back, however many attempts fail between."""
+
+    def __init__(self, owner: object, uri: str, logger: logging.Logger) -> None:
+        self._owner = owner
+        self._uri = uri
+        self._log = logger
+        self._since: float | None = None
+
+    def down(self, exc: BaseException, consequence: str) -> RetriableException:
+        """Note the failure (logged the first time) and return the exception that has the worker try again."""
+        if self._since is None:
+            self._since = time.monotonic()
+            self._log.warning("%s: Redis at %s is unreachable (%s); %s", self._owner, self._uri, describe_error(exc),
+                              consequence)
+        return RetriableException(f"Redis at {self._uri} is unreachable: {describe_error(exc)}")
+
+    def up(self) -> None:
+        if self._since is not None:
+            self._log.info("%s: Redis at %s is back after %.1f s", self._owner, self._uri,
+                           time.monotonic() - self._since)
+            self._since = None

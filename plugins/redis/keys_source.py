@@ -41,7 +41,6 @@ from connect.api import (
     Importance,
     NonEmptyString,
     Range,
-    RetriableException,
     Schema,
     SourceConnector,
     SourceRecord,
@@ -154,7 +153,7 @@ class RedisKeysSourceTask(SourceTask):
         self._name = ""
         self._uri = ""
         self._stopping = threading.Event()
-        self._down_since: float | None = None
+        self._outage: _client.Outage | None = None
         self._prefix = ""
         self.records = 0
 
@@ -173,6 +172,7 @@ class RedisKeysSourceTask(SourceTask):
         self._uri = masked_uri(str(config.get_string(_client.URI_CONFIG)))
         self._stopping.clear()
         self._client = _client.connect(config)
+        self._outage = _client.Outage(self, self._uri, log)
         db = int(self._client.connection_pool.connection_kwargs.get("db", 0) or 0)
         self._prefix = f"__keyspace@{db}__:"
         try:
@@ -198,15 +198,11 @@ class RedisKeysSourceTask(SourceTask):
             else:
                 records = self._changes()
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            if self._down_since is None:
-                self._down_since = time.monotonic()
-                log.warning("%s: Redis at %s is unreachable (%s); changes until it is back are lost", self,
-                            self._uri, describe_error(exc))
-            self._stopping.wait(0.5)
-            raise RetriableException(f"Redis at {self._uri} is unreachable: {describe_error(exc)}") from exc
-        if self._down_since is not None:
-            log.info("%s: Redis at %s is back after %.1f s", self, self._uri, time.monotonic() - self._down_since)
-            self._down_since = None
+            assert self._outage is not None
+            self._stopping.wait(0.5)  # no busy loop while Redis is away
+            raise self._outage.down(exc, "changes made until it is back are lost") from exc
+        if self._outage is not None:
+            self._outage.up()
         self.records += len(records)
         return records or None
 

@@ -28,7 +28,6 @@ import json
 import logging
 import math
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -269,7 +268,7 @@ class RedisSinkTask(SinkTask):
         self._uri = ""
         self._prefixes: dict[str, str] = {}
         self._collections: dict[str, str] = {}
-        self._down_since: float | None = None
+        self._outage: _client.Outage | None = None
         self._lock = threading.Lock()
         self.records_written = 0
         self.records_failed = 0
@@ -290,6 +289,7 @@ class RedisSinkTask(SinkTask):
         self._name = str(props.get("name", ""))
         self._uri = masked_uri(str(config.get_string(_client.URI_CONFIG)))
         self._client = _client.connect(config)
+        self._outage = _client.Outage(self, self._uri, log)
         log.info("RedisSinkTask of connector %s writing redis.type=%s to %s (keyspace '%s'%s%s)", self._name,
                  self._kind, self._uri, self._keyspace, ", MULTI/EXEC" if self._multiexec else "",
                  f", WAIT {self._wait_replicas}" if self._wait_replicas else "")
@@ -432,35 +432,26 @@ class RedisSinkTask(SinkTask):
                 return space
         return add
 
+    def __str__(self) -> str:
+        return f"RedisSinkTask of connector {self._name}"
+
     def _execute(self, pipe: Any, count: int) -> list[Any]:
+        assert self._outage is not None
         try:
             results = pipe.execute(raise_on_error=False)
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            self._went_down(exc, count)
-            raise RetriableException(f"Redis at {self._uri} is unreachable: {describe_error(exc)}") from exc
+            raise self._outage.down(exc, f"the batch of {count} records will be written again") from exc
         except ResponseError as exc:  # MULTI/EXEC aborted (EXECABORT) or similar: the whole batch failed
             raise ConnectException(f"Redis at {self._uri} refused the batch: {describe_error(exc)}") from exc
-        self._came_back()
+        self._outage.up()
         return list(results)
 
     def _execute_wait(self, client: redis.Redis, count: int) -> Any:
+        assert self._outage is not None
         try:
             return client.execute_command("WAIT", self._wait_replicas, self._wait_timeout)
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            self._went_down(exc, count)
-            raise RetriableException(f"Redis at {self._uri} is unreachable: {describe_error(exc)}") from exc
-
-    def _went_down(self, exc: BaseException, count: int) -> None:
-        if self._down_since is None:
-            self._down_since = time.monotonic()
-            log.warning("RedisSinkTask of connector %s: Redis at %s is unreachable (%s); the batch of %d records "
-                        "will be written again", self._name, self._uri, describe_error(exc), count)
-
-    def _came_back(self) -> None:
-        if self._down_since is not None:
-            log.info("RedisSinkTask of connector %s: Redis at %s is back after %.1f s", self._name, self._uri,
-                     time.monotonic() - self._down_since)
-            self._down_since = None
+            raise self._outage.down(exc, f"the batch of {count} records will be written again") from exc
 
     def _check_results(self, results: Sequence[Any], owners: Sequence[SinkRecord | None]) -> None:
         rejected = 0

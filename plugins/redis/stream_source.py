@@ -54,7 +54,6 @@ from connect.api import (
     Importance,
     NonEmptyString,
     Range,
-    RetriableException,
     Schema,
     SchemaBuilder,
     SourceConnector,
@@ -217,7 +216,8 @@ class RedisStreamSourceTask(SourceTask):
         self._schemas: dict[tuple[Any, ...], tuple[Schema, list[Field]]] = {}
         self._partitions: dict[str, dict[str, str]] = {}
         self._stopping = threading.Event()
-        self._down_since: float | None = None
+        self._outage: _client.Outage | None = None
+        self._offset = "0-0"
         self.entries_read = 0
         self.entries_acked = 0
         self.entries_dead = 0
@@ -246,7 +246,8 @@ class RedisStreamSourceTask(SourceTask):
         self._stopping.clear()
         # the blocking read must be able to wait its full block time on top of the command timeout
         self._client = _client.connect(config)
-        offset = str(config.get_string(OFFSET_CONFIG))
+        self._outage = _client.Outage(self, self._uri, log)
+        offset = self._offset = str(config.get_string(OFFSET_CONFIG))
         try:
             for stream in self._streams:
                 try:
@@ -307,10 +308,8 @@ class RedisStreamSourceTask(SourceTask):
                 pipe.execute()
             except (RedisError, OSError) as exc:
                 self._acks.extendleft(reversed(taken))  # acknowledged later: replayed at worst, never lost
-                if self._down_since is None:  # one line per outage, not per attempt
-                    self._down_since = time.monotonic()
-                    log.warning("%s: Redis at %s is unreachable; %d entries stay pending until it is back: %s",
-                                self, self._uri, len(taken), describe_error(exc))
+                if self._outage is not None:
+                    self._outage.down(exc, f"{len(taken)} entries stay pending until it is back")
                 return
             self._in_flight.difference_update(taken)
             self.entries_acked += len(taken)
@@ -332,26 +331,23 @@ class RedisStreamSourceTask(SourceTask):
                     return records
             records = self._read_new()
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            if self._down_since is None:
-                self._down_since = time.monotonic()
-                log.warning("%s: Redis at %s is unreachable (%s); reading again once it is back", self, self._uri,
-                            describe_error(exc))
+            assert self._outage is not None
             self._stopping.wait(0.5)  # no busy loop while Redis is away
-            raise RetriableException(f"Redis at {self._uri} is unreachable: {describe_error(exc)}") from exc
+            raise self._outage.down(exc, "reading again once it is back") from exc
         except ResponseError as exc:
             if "NOGROUP" in str(exc):  # the group (or the stream) was deleted under us: make it again
-                log.warning("%s: %s; creating the group again from the stream's end", self, describe_error(exc))
+                log.warning("%s: %s; creating the group again at %s (redis.stream.offset)", self, describe_error(exc),
+                            self._offset)
                 for stream in self._streams:
                     try:
-                        self._client.xgroup_create(stream, self._group, id="$", mkstream=True)
+                        self._client.xgroup_create(stream, self._group, id=self._offset, mkstream=True)
                     except ResponseError as again:
                         if "BUSYGROUP" not in str(again):
                             raise ConnectException(f"{self}: {describe_error(again)}") from again
                 return None
             raise ConnectException(f"{self}: Redis at {self._uri} refused a read: {describe_error(exc)}") from exc
-        if self._down_since is not None:
-            log.info("%s: Redis at %s is back after %.1f s", self, self._uri, time.monotonic() - self._down_since)
-            self._down_since = None
+        if self._outage is not None:
+            self._outage.up()
         return records or None
 
     def _read_own_pending(self) -> list[SourceRecord]:

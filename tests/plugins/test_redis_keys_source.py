@@ -2,33 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import pytest
 import redis
 
-from connect.api import OffsetStorageReader, SourceRecord, SourceTaskContext
+from connect.api import SourceRecord
 from plugins.redis import RedisKeysSourceConnector, RedisKeysSourceTask
+from tests.plugins.redis_contexts import SourceContext, config_errors
 from tests.support import wait_until
 
 pytestmark = pytest.mark.timeout(60)
-
-
-class NoOffsets(OffsetStorageReader):
-    def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None:
-        return None
-
-
-class Context(SourceTaskContext):
-    def __init__(self, props: Mapping[str, str]) -> None:
-        self._props = props
-
-    def configs(self) -> Mapping[str, str]:
-        return self._props
-
-    def offset_storage_reader(self) -> OffsetStorageReader:
-        return NoOffsets()
 
 
 @pytest.fixture
@@ -44,7 +26,7 @@ def db(redis_service) -> redis.Redis:
 def _task(uri: str, **extra: str) -> RedisKeysSourceTask:
     props = {"name": "keys", "redis.uri": uri, "redis.keys.pattern": "app:*", **extra}
     task = RedisKeysSourceTask()
-    task.initialize(Context(props))
+    task.initialize(SourceContext(props))
     task.start(props)
     return task
 
@@ -106,17 +88,13 @@ def test_liveonly_skips_the_existing_keys(redis_service, db):
     task.stop()
 
 
-def _errors(values) -> dict[str, list[str]]:
-    return {name: cv.errors for name, cv in values.items() if cv.errors}
-
-
 def test_validation_refuses_several_tasks_and_a_server_without_notifications(redis_service, db):
     ok = {"redis.uri": redis_service.uri}
-    assert _errors(RedisKeysSourceConnector().validate(ok)) == {}
-    errors = _errors(RedisKeysSourceConnector().validate({**ok, "tasks.max": "2"}))
+    assert config_errors(RedisKeysSourceConnector().validate(ok)) == {}
+    errors = config_errors(RedisKeysSourceConnector().validate({**ok, "tasks.max": "2"}))
     assert list(errors) == ["tasks.max"] and "one task only" in errors["tasks.max"][0]
     db.config_set("notify-keyspace-events", "")
-    errors = _errors(RedisKeysSourceConnector().validate(ok))
+    errors = config_errors(RedisKeysSourceConnector().validate(ok))
     assert list(errors) == ["redis.keys.pattern"] and "notify-keyspace-events" in errors["redis.keys.pattern"][0]
     connector = RedisKeysSourceConnector()
     connector.start(ok)

@@ -2,68 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from concurrent.futures import Future
-
 import pytest
 import redis
 
 from connect.api import (
     ConnectException,
     DataException,
-    ErrantRecordReporter,
     RetriableException,
     Schema,
     SchemaBuilder,
     SinkRecord,
-    SinkTaskContext,
     Struct,
-    TopicPartition,
 )
 from plugins.redis import RedisSinkConnector, RedisSinkTask
+from tests.plugins.redis_contexts import Reporter, SinkContext, config_errors
 
 pytestmark = pytest.mark.timeout(60)
-
-
-class Reporter(ErrantRecordReporter):
-    def __init__(self) -> None:
-        self.reported: list[tuple[SinkRecord, BaseException]] = []
-
-    def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
-        self.reported.append((record, error))
-        done: Future[None] = Future()
-        done.set_result(None)
-        return done
-
-
-class Context(SinkTaskContext):
-    def __init__(self, props: Mapping[str, str], reporter: ErrantRecordReporter | None = None) -> None:
-        self._props = props
-        self._reporter = reporter
-
-    def configs(self) -> Mapping[str, str]:
-        return self._props
-
-    def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
-        pass
-
-    def timeout(self, timeout_ms: int) -> None:
-        pass
-
-    def assignment(self) -> set[TopicPartition]:
-        return set()
-
-    def pause(self, *partitions: TopicPartition) -> None:
-        pass
-
-    def resume(self, *partitions: TopicPartition) -> None:
-        pass
-
-    def request_commit(self) -> None:
-        pass
-
-    def errant_record_reporter(self) -> ErrantRecordReporter | None:
-        return self._reporter
 
 
 @pytest.fixture
@@ -77,7 +31,7 @@ def db(redis_service) -> redis.Redis:
 def _task(uri: str, kind: str, reporter: Reporter | None = None, **extra: str) -> RedisSinkTask:
     props = {"name": "redis-sink", "redis.uri": uri, "redis.type": kind, **extra}
     task = RedisSinkTask()
-    task.initialize(Context(props, reporter))
+    task.initialize(SinkContext(props, reporter))
     task.start(props)
     return task
 
@@ -272,29 +226,25 @@ def test_an_unreachable_server_during_put_is_retriable(redis_factory):
     assert redis.Redis(port=server.port).get("orders:b") == b"1"
 
 
-def _errors(values) -> dict[str, list[str]]:
-    return {name: cv.errors for name, cv in values.items() if cv.errors}
-
-
 def test_validation_refuses_an_unreachable_server_naming_it(redis_service):
     from services.base import free_port
 
     uri = f"redis://127.0.0.1:{free_port()}"
-    errors = _errors(RedisSinkConnector().validate({"redis.uri": uri, "redis.type": "HASH", "topics": "t"}))
+    errors = config_errors(RedisSinkConnector().validate({"redis.uri": uri, "redis.type": "HASH", "topics": "t"}))
     assert list(errors) == ["redis.uri"]
     assert errors["redis.uri"][0].startswith(f"Cannot reach Redis at {uri}: ")
-    assert _errors(RedisSinkConnector().validate({"redis.uri": redis_service.uri, "redis.type": "HASH"})) == {}
+    assert config_errors(RedisSinkConnector().validate({"redis.uri": redis_service.uri, "redis.type": "HASH"})) == {}
 
 
 def test_validation_refuses_a_wrong_password_without_showing_it(redis_factory):
     server = redis_factory(password="right-secret")
     config = {"redis.uri": server.uri, "redis.type": "STRING", "redis.password": "wrong-secret"}
-    errors = _errors(RedisSinkConnector().validate(config))
+    errors = config_errors(RedisSinkConnector().validate(config))
     assert list(errors) == ["redis.password"] and "refused the credentials" in errors["redis.password"][0]
     assert "secret" not in errors["redis.password"][0]
-    assert _errors(RedisSinkConnector().validate({**config, "redis.password": "right-secret"})) == {}
+    assert config_errors(RedisSinkConnector().validate({**config, "redis.password": "right-secret"})) == {}
     with_uri_password = {"redis.uri": f"redis://:wrong-secret@127.0.0.1:{server.port}", "redis.type": "STRING"}
-    errors = _errors(RedisSinkConnector().validate(with_uri_password))
+    errors = config_errors(RedisSinkConnector().validate(with_uri_password))
     assert errors and "wrong-secret" not in str(errors) and ":***@127.0.0.1" in str(errors)
 
 
@@ -306,7 +256,7 @@ def test_validation_refuses_a_wrong_password_without_showing_it(redis_factory):
     ({"redis.key.ttl": "-5"}, "redis.key.ttl", "at least -1"),
 ])
 def test_validation_refuses_bad_configs_naming_the_key(redis_service, config, key, words):
-    errors = _errors(RedisSinkConnector().validate({"redis.uri": redis_service.uri, **config}))
+    errors = config_errors(RedisSinkConnector().validate({"redis.uri": redis_service.uri, **config}))
     assert list(errors) == [key] and words in errors[key][0], errors
 
 
@@ -327,14 +277,14 @@ def test_tls_with_rediss_the_ca_and_a_client_certificate(redis_factory, tmp_path
     mutual = {"redis.cacert": str(certs.ca), "redis.key.cert": str(certs.client_cert),
               "redis.key.file": str(certs.client_key)}
     base = {"redis.uri": server.uri, "redis.type": "STRING"}
-    assert _errors(RedisSinkConnector().validate({**base, **mutual})) == {}
-    untrusted = _errors(RedisSinkConnector().validate({**base, "redis.key.cert": str(certs.client_cert),
+    assert config_errors(RedisSinkConnector().validate({**base, **mutual})) == {}
+    untrusted = config_errors(RedisSinkConnector().validate({**base, "redis.key.cert": str(certs.client_cert),
                                                         "redis.key.file": str(certs.client_key)}))
     assert list(untrusted) == ["redis.uri"] and "certificate verify failed" in untrusted["redis.uri"][0]
-    no_client_cert = _errors(RedisSinkConnector().validate({**base, "redis.cacert": str(certs.ca)}))
+    no_client_cert = config_errors(RedisSinkConnector().validate({**base, "redis.cacert": str(certs.ca)}))
     assert list(no_client_cert) == ["redis.uri"]
     plain = f"redis://127.0.0.1:{server.port}"  # redis.tls=true turns redis:// into TLS
-    assert _errors(RedisSinkConnector().validate({**base, **mutual, "redis.uri": plain, "redis.tls": "true"})) == {}
+    assert config_errors(RedisSinkConnector().validate({**base, **mutual, "redis.uri": plain, "redis.tls": "true"})) == {}
     task = _task(server.uri, "STRING", **mutual)
     task.put([_rec("secure", "yes", 0)])
     task.stop()

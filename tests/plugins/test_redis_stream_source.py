@@ -3,33 +3,15 @@ pending entries first after a restart, claiming a dead consumer's entries, the d
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import pytest
 import redis
 
-from connect.api import OffsetStorageReader, RecordMetadata, SourceRecord, SourceTaskContext, Struct
+from connect.api import RecordMetadata, SourceRecord, Struct
 from plugins.redis import RedisStreamSourceConnector, RedisStreamSourceTask
+from tests.plugins.redis_contexts import SourceContext, config_errors
 from tests.support import wait_until
 
 pytestmark = pytest.mark.timeout(60)
-
-
-class NoOffsets(OffsetStorageReader):
-    def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None:
-        return None
-
-
-class Context(SourceTaskContext):
-    def __init__(self, props: Mapping[str, str]) -> None:
-        self._props = props
-
-    def configs(self) -> Mapping[str, str]:
-        return self._props
-
-    def offset_storage_reader(self) -> OffsetStorageReader:
-        return NoOffsets()
 
 
 @pytest.fixture
@@ -44,7 +26,7 @@ def _task(uri: str, task: int = 0, **extra: str) -> RedisStreamSourceTask:
     props = {"name": "redis-source", "redis.uri": uri, "redis.stream.name": "events", "redis.stream.task": str(task),
              "topic": "t-${stream}", "batch.size": "100", **extra}
     source = RedisStreamSourceTask()
-    source.initialize(Context(props))
+    source.initialize(SourceContext(props))
     source.start(props)
     return source
 
@@ -170,19 +152,15 @@ def test_a_group_starting_at_the_end_skips_the_backlog(redis_service, db):
     task.stop()
 
 
-def _errors(values) -> dict[str, list[str]]:
-    return {name: cv.errors for name, cv in values.items() if cv.errors}
-
-
 def test_validation(redis_service, redis_factory):
     ok = {"redis.uri": redis_service.uri, "redis.stream.name": "s"}
-    assert _errors(RedisStreamSourceConnector().validate(ok)) == {}
-    errors = _errors(RedisStreamSourceConnector().validate({**ok, "redis.stream.max.deliveries": "3"}))
+    assert config_errors(RedisStreamSourceConnector().validate(ok)) == {}
+    errors = config_errors(RedisStreamSourceConnector().validate({**ok, "redis.stream.max.deliveries": "3"}))
     assert list(errors) == ["redis.stream.dlq.topic"]
-    errors = _errors(RedisStreamSourceConnector().validate({"redis.uri": redis_service.uri}))
+    errors = config_errors(RedisStreamSourceConnector().validate({"redis.uri": redis_service.uri}))
     assert list(errors) == ["redis.stream.name"]
     secured = redis_factory(password="pw")
-    errors = _errors(RedisStreamSourceConnector().validate({**ok, "redis.uri": secured.uri}))
+    errors = config_errors(RedisStreamSourceConnector().validate({**ok, "redis.uri": secured.uri}))
     assert list(errors) == ["redis.password"] and "refused the credentials" in errors["redis.password"][0]
 
 
@@ -194,7 +172,7 @@ def test_tasks_share_one_group_under_their_own_consumer_names(redis_service, db)
     tasks = []
     for config in configs:
         task = RedisStreamSourceTask()
-        task.initialize(Context(config))
+        task.initialize(SourceContext(config))
         task.start(config)
         tasks.append(task)
     for i in range(30):
@@ -206,3 +184,14 @@ def test_tasks_share_one_group_under_their_own_consumer_names(redis_service, db)
     assert consumers <= {"consumer-0", "consumer-1", "consumer-2"}
     for task in tasks:
         task.stop()
+
+
+def test_a_deleted_group_is_created_again_at_the_configured_offset(redis_service, db):
+    first = db.xadd("events", {"n": "1"})
+    task = _task(redis_service.uri)
+    _logged(task, _poll_all(task, 1))
+    db.xgroup_destroy("events", "kafka-consumer-group")
+    second = db.xadd("events", {"n": "2"})
+    again = _poll_all(task, 2)  # from redis.stream.offset (0-0): replayed rather than lost
+    assert [r.key for r in again] == [first, second]
+    task.stop()
