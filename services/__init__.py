@@ -1,4 +1,4 @@
-"""Real services (Kafka, Apache Kafka Connect, HDFS, OpenSearch, Elasticsearch, and later Redis) on loopback
+"""Real services (Kafka, Apache Kafka Connect, HDFS, OpenSearch, Elasticsearch, Redis) on loopback
 for tests and local runs.
 
 ``get_service("kafka")`` returns the class; ``python -m services`` is the
@@ -22,6 +22,7 @@ SERVICES: dict[str, str] = {
     "hdfs": "services.hdfs:HdfsService",
     "opensearch": "services.opensearch:OpenSearchService",
     "elasticsearch": "services.elasticsearch:ElasticsearchService",
+    "redis": "services.redis:RedisService",
     # jars only (Spark's Kafka connector and Avro module): 'fetch' works, 'start' says there is nothing to start
     "spark-kafka": "services.spark_kafka:SparkKafkaJars",
 }

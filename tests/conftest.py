@@ -4,7 +4,9 @@ any test runs, that what the selected tests need is installed.
 Markers come from where a test lives and what it uses, so new test files get them without a line of
 their own: everything under tests/kafka and tests/compat (side by side with Apache Kafka Connect) is
 ``kafka`` and under tests/spark is ``spark``, and so is any test that asks for a fixture starting such
-a service. ``pytest -m "not kafka and not spark"`` is the fast suite.
+a service; a test using a redis-server fixture is ``redis``. ``pytest -m "not kafka and not spark and not
+slow"`` is the fast suite: redis-server starts in a fraction of a second, so the quick ``redis`` tests stay
+in it (``-m "not redis"`` leaves them out) and the long Redis crash tests are ``slow``.
 
 Nothing is skipped for a missing package, tool or service: a run that selects tests needing one stops
 at once with what to install, so that a CI run cannot pass by leaving tests out.
@@ -32,13 +34,20 @@ FIXTURE_MARKERS = {
     "hdfs": "spark",
     "opensearch": "spark",
     "elasticsearch": "spark",
+    "redis_service": "redis",
+    "redis_factory": "redis",
 }
 # marker -> Python packages its tests import (the [spark] extra), with how to get them
 MARKER_PACKAGES = {
+    "redis": (("redis",), "pip install -e '.[test]' (scripts/install.sh)"),
     "spark": (("pyspark", "hdfs", "opensearchpy", "elasticsearch"), "pip install -e '.[test]' (scripts/install.sh)"),
 }
 # fixture -> command-line tool it hands to the test, with how to get it
-FIXTURE_TOOLS = {"kcat": ("kcat", "apt-get install -y kcat (scripts/install.sh)")}
+FIXTURE_TOOLS = {
+    "kcat": ("kcat", "apt-get install -y kcat (scripts/install.sh)"),
+    "redis_service": ("redis-server", "apt-get install -y redis-server (scripts/install.sh)"),
+    "redis_factory": ("redis-server", "apt-get install -y redis-server (scripts/install.sh)"),
+}
 
 
 def markers_of(item: pytest.Item) -> set[str]:

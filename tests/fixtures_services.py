@@ -18,6 +18,7 @@ from services.hdfs import HdfsService
 from services.kafka import KafkaService
 from services.kafka_connect import JavaConnectService
 from services.opensearch import OpenSearchService
+from services.redis import RedisService
 
 S = TypeVar("S", bound=Service)
 
@@ -85,6 +86,35 @@ def opensearch() -> Iterator[OpenSearchService]:
 def elasticsearch() -> Iterator[ElasticsearchService]:
     """One Elasticsearch 7.17 node for the whole session; tests use indexes of their own."""
     yield from _running(ElasticsearchService())
+
+
+@pytest.fixture(scope="session")
+def redis_service() -> Iterator[RedisService]:
+    """One redis-server for the whole session (per xdist worker); tests use keys of their own.
+
+    A test that stops or kills it must ``start()`` it again before it ends (same port, same data).
+    """
+    yield from _running(RedisService())
+
+
+@pytest.fixture
+def redis_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., RedisService]]:
+    """A factory of redis-servers of the test's own (a password, an outage): ``redis_factory(password="x")``.
+
+    Each is started before it is returned and removed with its data at the end of the test.
+    """
+    started: list[RedisService] = []
+
+    def start(**kwargs: Any) -> RedisService:
+        kwargs.setdefault("work_dir", tmp_path_factory.mktemp("redis"))
+        svc = RedisService(**kwargs)
+        started.append(svc)
+        svc.start()
+        return svc
+
+    yield start
+    for svc in reversed(started):
+        svc.cleanup()
 
 
 @pytest.fixture

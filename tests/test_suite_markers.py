@@ -33,6 +33,8 @@ class _Item:
         ("log/test_new.py", ("opensearch", "kafka"), {"kafka", "spark"}),
         ("rest/test_new.py", ("elasticsearch",), {"spark"}),
         ("e2e/test_new.py", ("tmp_path", "unique_topic"), set()),
+        ("plugins/test_new.py", ("redis_service",), {"redis"}),
+        ("e2e/test_new.py", ("tmp_path", "redis_factory"), {"redis"}),
     ],
 )
 def test_markers_come_from_the_directory_and_the_service_fixtures(path, fixtures, expected):

@@ -1,0 +1,81 @@
+"""What the worker gives a task, reduced to what the Redis tasks use: for their tests and bench/bench_redis.py."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
+
+from connect.api import (
+    ConfigValue,
+    ErrantRecordReporter,
+    OffsetStorageReader,
+    SinkRecord,
+    SinkTaskContext,
+    SourceTaskContext,
+    TopicPartition,
+)
+
+
+class Reporter(ErrantRecordReporter):
+    """Keeps what a sink task reports, as the worker's reporter would hand it to the DLQ."""
+
+    def __init__(self) -> None:
+        self.reported: list[tuple[SinkRecord, BaseException]] = []
+
+    def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
+        self.reported.append((record, error))
+        done: Future[None] = Future()
+        done.set_result(None)
+        return done
+
+
+class SinkContext(SinkTaskContext):
+    def __init__(self, props: Mapping[str, str], reporter: ErrantRecordReporter | None = None) -> None:
+        self._props = props
+        self._reporter = reporter
+
+    def configs(self) -> Mapping[str, str]:
+        return self._props
+
+    def offset(self, offsets: Mapping[TopicPartition, int]) -> None:
+        pass
+
+    def timeout(self, timeout_ms: int) -> None:
+        pass
+
+    def assignment(self) -> set[TopicPartition]:
+        return set()
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        pass
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        pass
+
+    def request_commit(self) -> None:
+        pass
+
+    def errant_record_reporter(self) -> ErrantRecordReporter | None:
+        return self._reporter
+
+
+class NoOffsets(OffsetStorageReader):
+    def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None:
+        return None
+
+
+class SourceContext(SourceTaskContext):
+    def __init__(self, props: Mapping[str, str]) -> None:
+        self._props = props
+
+    def configs(self) -> Mapping[str, str]:
+        return self._props
+
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        return NoOffsets()
+
+
+def config_errors(values: Mapping[str, ConfigValue]) -> dict[str, list[str]]:
+    """The keys a validation found fault with, and what it said."""
+    return {name: cv.errors for name, cv in values.items() if cv.errors}

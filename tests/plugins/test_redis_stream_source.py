@@ -1,0 +1,197 @@
+"""RedisStreamSourceTask against a real redis-server: records, acknowledgement only after the log has them,
+pending entries first after a restart, claiming a dead consumer's entries, the dead-letter topic."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from connect.api import RecordMetadata, SourceRecord, Struct
+from plugins.redis import RedisStreamSourceConnector, RedisStreamSourceTask
+from tests.plugins.redis_contexts import SourceContext, config_errors
+from tests.support import wait_until
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def db(redis_service) -> redis.Redis:
+    client = redis.Redis.from_url(redis_service.uri, decode_responses=True)
+    client.flushall()
+    yield client
+    client.close()
+
+
+def _task(uri: str, task: int = 0, **extra: str) -> RedisStreamSourceTask:
+    props = {"name": "redis-source", "redis.uri": uri, "redis.stream.name": "events", "redis.stream.task": str(task),
+             "topic": "t-${stream}", "batch.size": "100", **extra}
+    source = RedisStreamSourceTask()
+    source.initialize(SourceContext(props))
+    source.start(props)
+    return source
+
+
+def _poll_all(task: RedisStreamSourceTask, count: int) -> list[SourceRecord]:
+    got: list[SourceRecord] = []
+
+    def enough() -> bool:
+        got.extend(task.poll() or [])
+        return len(got) >= count
+
+    wait_until(enough, 20, interval=0, what=f"{count} records")
+    return got
+
+
+def _logged(task: RedisStreamSourceTask, records: list[SourceRecord]) -> None:
+    """What the worker does once the log has acknowledged the records and committed offsets."""
+    for i, record in enumerate(records):
+        task.commit_record(record, RecordMetadata(record.topic, 0, i, 0))
+    task.commit()
+
+
+def _pending(db: redis.Redis, group: str = "kafka-consumer-group", stream: str = "events") -> int:
+    return int(db.xpending(stream, group)["pending"])
+
+
+def test_entries_become_records_and_are_acknowledged_only_once_logged(redis_service, db):
+    ids = [db.xadd("events", {"user": f"u{i}", "n": str(i)}) for i in range(250)]
+    task = _task(redis_service.uri)
+    records = _poll_all(task, 250)
+    assert [r.key for r in records] == ids
+    first = records[0]
+    assert first.topic == "t-events" and first.source_partition == {"stream": "events"}
+    assert first.source_offset == {"id": ids[0]}
+    assert isinstance(first.value, Struct) and first.value.get("user") == "u0" and first.value.get("n") == "0"
+    assert [f.name for f in first.value_schema.fields()] == ["user", "n"]
+    assert {h.key: h.value for h in first.headers} == {"redis.stream": "events", "redis.stream.id": ids[0]}
+    assert first.timestamp == int(ids[0].split("-")[0])
+    assert _pending(db) == 250  # read, not yet in the log: nothing acknowledged
+    _logged(task, records[:100])
+    assert _pending(db) == 150
+    _logged(task, records[100:])
+    assert _pending(db) == 0
+    task.stop()
+
+
+def test_after_a_restart_the_own_pending_entries_come_first_then_new_ones(redis_service, db):
+    ids = [db.xadd("events", {"n": str(i)}) for i in range(300)]
+    task = _task(redis_service.uri)
+    records = _poll_all(task, 300)
+    _logged(task, records[:120])  # a crash after 120 reached the log: 180 stay pending
+    task.stop()
+    later = [db.xadd("events", {"n": str(i)}) for i in range(300, 350)]
+    again = _task(redis_service.uri)  # same task number, so the same consumer name
+    replayed = _poll_all(again, 230)
+    assert [r.key for r in replayed] == ids[120:] + later
+    assert {h.key: h.value for h in replayed[0].headers}["redis.delivery.count"] == "2"
+    assert "redis.delivery.count" not in {h.key for h in replayed[-1].headers}
+    _logged(again, replayed)
+    assert _pending(db) == 0
+    again.stop()
+
+
+def test_entries_left_pending_by_a_dead_consumer_are_claimed(redis_service, db):
+    ids = [db.xadd("events", {"n": str(i)}) for i in range(40)]
+    dead = _task(redis_service.uri, task=7)
+    assert len(_poll_all(dead, 40)) == 40
+    dead.stop()  # consumer-7 never comes back
+    task = _task(redis_service.uri, task=0, **{"redis.stream.claim.idle.ms": "50",
+                                                "redis.stream.claim.interval.ms": "100"})
+    claimed = _poll_all(task, 40)
+    assert sorted(r.key for r in claimed) == sorted(ids)
+    owners = {p["consumer"] for p in db.xpending_range("events", "kafka-consumer-group", "-", "+", 100)}
+    assert owners == {"consumer-0"}
+    _logged(task, claimed)
+    assert _pending(db) == 0
+    task.stop()
+
+
+def test_an_entry_delivered_too_often_goes_to_the_dead_letter_topic(redis_service, db):
+    entry = db.xadd("events", {"n": "poison"})
+    extra = {"redis.stream.max.deliveries": "2", "redis.stream.dlq.topic": "events-dlq"}
+    attempts = 3
+    for _ in range(attempts):  # the task keeps failing before its record reaches the log
+        task = _task(redis_service.uri, **extra)
+        (record,) = _poll_all(task, 1)
+        task.stop()
+    assert record.key == entry and record.topic == "events-dlq"
+    assert {h.key: h.value for h in record.headers}["redis.delivery.count"] == str(attempts)
+    _logged(task, [record])
+    assert _pending(db) == 0
+
+
+def test_at_most_once_reads_with_noack(redis_service, db):
+    for i in range(10):
+        db.xadd("events", {"n": str(i)})
+    task = _task(redis_service.uri, **{"redis.stream.delivery": "at-most-once"})
+    assert len(_poll_all(task, 10)) == 10
+    assert _pending(db) == 0
+    task.stop()
+
+
+def test_several_streams_a_body_field_and_bytes_that_are_not_utf8(redis_service, db):
+    raw = redis.Redis.from_url(redis_service.uri)
+    raw.xadd("a", {"body": "hello", "other": "x"})
+    raw.xadd("b", {"other": b"\xff\xfe"})
+    task = _task(redis_service.uri, **{"redis.stream.name": "a,b", "redis.stream.body.field": "body"})
+    records = sorted(_poll_all(task, 2), key=lambda r: r.topic)
+    assert [(r.topic, r.value) for r in records] == [("t-a", "hello"), ("t-b", None)]
+    task.stop()
+    plain = _task(redis_service.uri, **{"redis.stream.name": "b", "redis.stream.consumer.group": "g2"})
+    (record,) = _poll_all(plain, 1)
+    assert record.value.get("other") == b"\xff\xfe"
+    plain.stop()
+
+
+def test_a_group_starting_at_the_end_skips_the_backlog(redis_service, db):
+    db.xadd("events", {"n": "old"})
+    task = _task(redis_service.uri, **{"redis.stream.offset": "$"})
+    assert task.poll() is None
+    new = db.xadd("events", {"n": "new"})
+    assert [r.key for r in _poll_all(task, 1)] == [new]
+    task.stop()
+
+
+def test_validation(redis_service, redis_factory):
+    ok = {"redis.uri": redis_service.uri, "redis.stream.name": "s"}
+    assert config_errors(RedisStreamSourceConnector().validate(ok)) == {}
+    errors = config_errors(RedisStreamSourceConnector().validate({**ok, "redis.stream.max.deliveries": "3"}))
+    assert list(errors) == ["redis.stream.dlq.topic"]
+    errors = config_errors(RedisStreamSourceConnector().validate({"redis.uri": redis_service.uri}))
+    assert list(errors) == ["redis.stream.name"]
+    secured = redis_factory(password="pw")
+    errors = config_errors(RedisStreamSourceConnector().validate({**ok, "redis.uri": secured.uri}))
+    assert list(errors) == ["redis.password"] and "refused the credentials" in errors["redis.password"][0]
+
+
+def test_tasks_share_one_group_under_their_own_consumer_names(redis_service, db):
+    connector = RedisStreamSourceConnector()
+    connector.start({"redis.uri": redis_service.uri, "redis.stream.name": "events"})
+    configs = connector.task_configs(3)
+    assert [c["redis.stream.task"] for c in configs] == ["0", "1", "2"]
+    tasks = []
+    for config in configs:
+        task = RedisStreamSourceTask()
+        task.initialize(SourceContext(config))
+        task.start(config)
+        tasks.append(task)
+    for i in range(30):
+        db.xadd("events", {"n": str(i)})
+    seen: list[str] = []
+    wait_until(lambda: seen.extend(r.key for t in tasks for r in t.poll() or []) or len(seen) >= 30, 20)
+    assert len(seen) == len(set(seen)) == 30
+    consumers = {c["name"] for c in db.xinfo_consumers("events", "kafka-consumer-group")}
+    assert consumers <= {"consumer-0", "consumer-1", "consumer-2"}
+    for task in tasks:
+        task.stop()
+
+
+def test_a_deleted_group_is_created_again_at_the_configured_offset(redis_service, db):
+    first = db.xadd("events", {"n": "1"})
+    task = _task(redis_service.uri)
+    _logged(task, _poll_all(task, 1))
+    db.xgroup_destroy("events", "kafka-consumer-group")
+    second = db.xadd("events", {"n": "2"})
+    again = _poll_all(task, 2)  # from redis.stream.offset (0-0): replayed rather than lost
+    assert [r.key for r in again] == [first, second]
+    task.stop()
