@@ -69,17 +69,25 @@ class SourceWorker:
 
 
 def read_values(tmp: Path, topic: str = "logs") -> list[dict[str, Any]]:
-    """Every record of ``topic`` (partition 0) in the embedded log under ``tmp/data``, decoded from JSON."""
+    """Every record of ``topic`` in the embedded log under ``tmp/data``, decoded from JSON."""
+    return [value for value, _ in read_records(tmp, topic)]
+
+
+def read_records(tmp: Path, topic: str = "logs") -> list[tuple[dict[str, Any], dict[str, str]]]:
+    """Every record of ``topic``: its value decoded from JSON, and its headers as text."""
     reader = open_log_reader({"embedded.log.dir": str(tmp / "data")})
     try:
         offsets = reader.partition_offsets([topic])
-        out: list[dict[str, Any]] = []
+        out: list[tuple[dict[str, Any], dict[str, str]]] = []
         for tp, (start, end) in offsets.items():
             position = start
             while position < end:
                 found = reader.read(tp.topic, tp.partition, position, end)
                 for batch in found.batches:
-                    out.extend(json.loads(v) for v in batch.values if v is not None)
+                    for i, v in enumerate(batch.values):
+                        headers = batch.headers[i] if batch.headers is not None else ()
+                        out.append((json.loads(v) if v is not None else None,
+                                    {k: (h or b"").decode() for k, h in headers}))
                 if found.next_offset <= position:
                     break
                 position = found.next_offset

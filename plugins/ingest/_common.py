@@ -164,23 +164,24 @@ class Counters:
 
 
 class RateLimitedLog:
-    """At most one WARNING per interval for one kind of bad input; the rest are counted and summarised."""
+    """At most one WARNING per interval for each kind of bad input (each message format); the rest are
+    counted and summarised in the next one."""
 
     def __init__(self, logger: logging.Logger, interval: float = 5.0) -> None:
         self._log = logger
         self._interval = interval
-        self._last = 0.0
-        self._suppressed = 0
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def warning(self, msg: str, *args: Any) -> None:
         with self._lock:
             now = time.monotonic()
-            if now - self._last < self._interval:
-                self._suppressed += 1
+            if now - self._last.get(msg, -1e9) < self._interval:
+                self._suppressed[msg] = self._suppressed.get(msg, 0) + 1
                 return
-            self._last = now
-            suppressed, self._suppressed = self._suppressed, 0
+            self._last[msg] = now
+            suppressed = self._suppressed.pop(msg, 0)
         if suppressed:
             msg += " (%d similar warnings suppressed)"
             args = (*args, suppressed)
