@@ -135,8 +135,13 @@ def iso_timestamp(seconds: float) -> str:
 
 
 def _text(value: Any) -> str:
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str:
         return value
+    if kind is int:
+        return str(value)  # JSON's text of an int, without the encoder's cost
+    if kind is bool:
+        return "true" if value else "false"
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
