@@ -43,10 +43,14 @@ class SourceWorker:
         return f"http://127.0.0.1:{self.port}/"
 
     def start(self, ready: bool = True) -> SourceWorker:
+        marker = "[logs-in|task-0] listening on"
+        before = self.log().count(marker)  # the log file is appended to across restarts
         self.proc = connect_standalone(self.tmp, self.cfg, self.connector)
+        proc = self.proc
         if ready:
-            wait_until(lambda: "listening on" in self.proc.log() or not self.proc.alive(), 60, what="source listening")
-            assert self.proc.alive(), self.proc.log()
+            wait_until(lambda: proc.log().count(marker) > before or not proc.alive(), 60,
+                       what="the source listening")
+            assert proc.alive(), proc.log()
         return self
 
     def health(self) -> bool:
