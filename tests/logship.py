@@ -23,11 +23,11 @@ class SourceWorker:
     """``connect-standalone`` with one ingestion connector writing JSON (no schemas) to ``topic``."""
 
     def __init__(self, tmp: Path, connector_class: str = "HttpSource", topic: str = "logs",
-                 listeners: str | None = None, **props: Any) -> None:
+                 listeners: str | None = None, rest: bool = False, **props: Any) -> None:
         self.tmp = tmp
         self.topic = topic
         self.port = free_port()
-        self.rest_port = free_port()
+        self.rest_port = free_port() if rest else None  # no REST API unless asked: it costs start-up time
         scheme = "http" if connector_class == "HttpSource" else "tcp"
         self.listeners = listeners or f"{scheme}://127.0.0.1:{self.port}"
         self.cfg = worker_properties(tmp, self.rest_port, value_converter="org.apache.kafka.connect.json.JsonConverter",

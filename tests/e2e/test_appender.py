@@ -165,8 +165,8 @@ def _seqs(tmp_path: Path) -> set[int]:
     return {int(e["labels"]["seq"]) for e in read_values(tmp_path)}
 
 
-@pytest.mark.parametrize("total", [6000, pytest.param(100_000, marks=pytest.mark.slow)])
-def test_kill_9_of_the_worker_with_the_file_buffer_loses_nothing(tmp_path, total):
+@pytest.mark.slow
+def test_kill_9_of_the_worker_with_the_file_buffer_loses_nothing(tmp_path, total=100_000):
     result = _app_through_a_kill_9(tmp_path, total, buffer=True, block_ms=0)
     assert result["flushed"] and result["dropped"] == 0, result
     seqs = _seqs(tmp_path)
@@ -174,8 +174,8 @@ def test_kill_9_of_the_worker_with_the_file_buffer_loses_nothing(tmp_path, total
     print(f"buffer on: {total} events, {count_values(tmp_path) - total} duplicates after the kill -9")
 
 
-@pytest.mark.parametrize("total", [6000, pytest.param(100_000, marks=pytest.mark.slow)])
-def test_kill_9_of_the_worker_without_the_buffer_never_blocks_the_app_and_counts_every_drop(tmp_path, total):
+@pytest.mark.slow
+def test_kill_9_of_the_worker_without_the_buffer_never_blocks_the_app_and_counts_every_drop(tmp_path, total=100_000):
     block_ms = 20
     result = _app_through_a_kill_9(tmp_path, total, buffer=False, block_ms=block_ms)
     missing = total - len(_seqs(tmp_path))
@@ -207,7 +207,7 @@ def test_straight_to_a_topic_of_the_embedded_log(tmp_path):
 
 def test_target_down_then_up_catches_up_and_close_reports_what_is_left(tmp_path, capfd):
     worker = SourceWorker(tmp_path)  # not started yet: the target is down
-    handler = HeadraceHandler(worker.url, queue_size=300, retry_max=0.2, close_timeout=1)
+    handler = HeadraceHandler(worker.url, queue_size=300, retry_max=0.2, close_timeout=0.3)
     log = _logger("down", handler)
     started = time.monotonic()
     for i in range(500):

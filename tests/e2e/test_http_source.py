@@ -136,9 +136,11 @@ def test_basic_auth(tmp_path):
 
 
 def test_paused_task_answers_503_with_retry_after_then_takes_the_events(tmp_path):
-    worker = SourceWorker(tmp_path, max_pending_events=1, http_ack_timeout_ms=300, http_retry_after_seconds=2).start()
+    worker = SourceWorker(tmp_path, rest=True, max_pending_events=1, http_ack_timeout_ms=300,
+                          http_retry_after_seconds=2).start()
     rest = f"http://127.0.0.1:{worker.rest_port}"
     try:
+        assert worker.rest_port is not None
         wait_until(lambda: rest_ready(worker.rest_port), 30, what="REST")
         assert httpx.put(f"{rest}/connectors/logs-in/pause").status_code == 202
         wait_until(lambda: httpx.get(f"{rest}/connectors/logs-in/status").json()["tasks"][0]["state"] == "PAUSED",
@@ -158,9 +160,8 @@ def test_paused_task_answers_503_with_retry_after_then_takes_the_events(tmp_path
 
 
 def test_invalid_configs_are_refused_before_anything_runs(tmp_path):
-    for props, error in [({"listeners": "tcp://127.0.0.1:1"}, "must start with one of http://, https://"),
-                         ({"listeners": "http://example.com:80"}, "must be an IP address or localhost"),
-                         ({"max.event.bytes": "10"}, "max.event.bytes")]:
+    # one case through the CLI; tests/plugins/test_ingest_configs.py has the rest
+    for props, error in [({"listeners": "http://example.com:80"}, "must be an IP address or localhost")]:
         w = SourceWorker(tmp_path, **{k.replace(".", "_"): v for k, v in props.items()})
         w.start(ready=False)
         assert w.proc is not None
