@@ -272,7 +272,7 @@ class QueueingSourceTask(SourceTask):
 
     def poll(self) -> list[SourceRecord] | None:
         # acknowledgements are served by the runtime between polls, so wait briefly while any are due
-        timeout = 0.005 if self._waiting else 0.5
+        timeout = 0.001 if self._waiting else 0.5
         taken: list[SourceRecord] = []
         with self._cond:
             if not self._queue and not self._stopping.is_set():
