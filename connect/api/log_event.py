@@ -11,6 +11,7 @@ The value, as JsonConverter writes it without schemas (ECS's nested form)::
      "message": "...",
      "log": {"level": "ERROR", "logger": "app.db",
              "origin": {"file": {"name": "db.py", "line": 42}, "function": "connect"},
+             "file": {"path": "/var/log/app.log"},             TailDirSource: the file it was read from
              "syslog": {"priority": 11, "facility": {"code": 1, "name": "user"},
                         "severity": {"code": 3, "name": "err"}, "hostname": "h", "appname": "app",
                         "procid": "77", "msgid": "ID1", "version": 1,
@@ -79,9 +80,11 @@ _SYSLOG = (
     .field("structured_data", SchemaBuilder.map(Schema.STRING_SCHEMA, _STRING_MAP).optional())
     .build()
 )
+_LOG_FILE = SchemaBuilder.struct().optional().field("path", _s()).build()
 _LOG = (
     SchemaBuilder.struct().optional()
-    .field("level", _s()).field("logger", _s()).field("origin", _ORIGIN).field("syslog", _SYSLOG).build()
+    .field("level", _s()).field("logger", _s()).field("origin", _ORIGIN).field("syslog", _SYSLOG)
+    .field("file", _LOG_FILE).build()
 )
 _ERROR = SchemaBuilder.struct().optional().field("type", _s()).field("message", _s()).field("stack_trace", _s()).build()
 _THREAD = SchemaBuilder.struct().optional().field("name", _s()).field("id", SchemaBuilder.int64().optional()).build()
@@ -207,7 +210,7 @@ _ALIASES: dict[str, str] = {
     # ECS and this schema
     "@timestamp": "@timestamp", "message": "message", "log.level": "log.level", "log.logger": "log.logger",
     "log.origin.file.name": "log.origin.file.name", "log.origin.file.line": "log.origin.file.line",
-    "log.origin.function": "log.origin.function",
+    "log.origin.function": "log.origin.function", "log.file.path": "log.file.path",
     "error.type": "error.type", "error.message": "error.message", "error.stack_trace": "error.stack_trace",
     "process.pid": "process.pid", "process.name": "process.name", "process.thread.name": "process.thread.name",
     "process.thread.id": "process.thread.id", "host.hostname": "host.hostname", "host.name": "host.hostname",
@@ -297,7 +300,8 @@ def _build(f: dict[str, Any], labels: dict[str, str], received: Callable[[], str
     values = [
         timestamp,
         _opt_text(f, "message"),
-        _struct(_LOG, [_opt_text(f, "log.level"), _opt_text(f, "log.logger"), origin, None]),
+        _struct(_LOG, [_opt_text(f, "log.level"), _opt_text(f, "log.logger"), origin, None,
+                       _struct(_LOG_FILE, [_opt_text(f, "log.file.path")])]),
         _struct(_ERROR, [_opt_text(f, "error.type"), _opt_text(f, "error.message"), _opt_text(f, "error.stack_trace")]),
         _struct(_PROCESS, [
             _int(f.get("process.pid"), "process.pid"), _opt_text(f, "process.name"),
@@ -336,7 +340,7 @@ def syslog_event(*, timestamp: str, message: str | None, priority: int | None, v
     syslog = _struct(_SYSLOG, [priority, fac, sev, hostname, appname, procid, msgid, version, sd])
     values = [
         timestamp, message,
-        _struct(_LOG, [level, appname, None, syslog]),
+        _struct(_LOG, [level, appname, None, syslog, None]),
         None,
         _struct(_PROCESS, [None, appname, None]) if appname else None,
         _struct(_HOST, [hostname]),
@@ -345,6 +349,15 @@ def syslog_event(*, timestamp: str, message: str | None, priority: int | None, v
         None,
         None,
     ]
+    event = Struct(LOG_EVENT_SCHEMA)
+    event._values = values
+    return event
+
+
+def file_line_event(path: str, message: str, timestamp: str, hostname: str | None) -> Struct:
+    """A log event of lines read from a file (TailDirSource): the text, the file, when it was read."""
+    values = [timestamp, message, _struct(_LOG, [None, None, None, None, _struct(_LOG_FILE, [path])]), None, None,
+              _struct(_HOST, [hostname]), None, None, None, None]
     event = Struct(LOG_EVENT_SCHEMA)
     event._values = values
     return event

@@ -1,7 +1,8 @@
-"""Log ingestion sources: HTTP, TCP JSON and syslog listeners that write log events (connect.api.log_event)."""
+"""Log ingestion sources: HTTP, TCP JSON and syslog listeners and a tail of many files, that write log events (connect.api.log_event)."""
 
 from plugins.ingest.http import HttpSourceConnector, HttpSourceTask
 from plugins.ingest.syslog import SyslogSourceConnector, SyslogSourceTask
+from plugins.ingest.taildir import TailDirSourceConnector, TailDirSourceTask
 from plugins.ingest.tcp_json import TcpJsonSourceConnector, TcpJsonSourceTask
 
 __all__ = [
@@ -9,6 +10,8 @@ __all__ = [
     "HttpSourceTask",
     "SyslogSourceConnector",
     "SyslogSourceTask",
+    "TailDirSourceConnector",
+    "TailDirSourceTask",
     "TcpJsonSourceConnector",
     "TcpJsonSourceTask",
 ]

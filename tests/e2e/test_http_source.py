@@ -52,7 +52,7 @@ def test_bodies_of_every_shape_arrive_as_log_events(worker, tmp_path):
     assert events[4]["host"]["hostname"] == "h1" and events[4]["labels"] == {"app": "x"}
     assert events[4]["@timestamp"].startswith("2023-11-14T22:13:20")
     gelf_event = events[5]
-    assert gelf_event["log"] == {"level": "WARN", "logger": "L", "origin": None, "syslog": None}
+    assert gelf_event["log"] == {"level": "WARN", "logger": "L", "origin": None, "syslog": None, "file": None}
     assert gelf_event["process"]["thread"]["name"] == "T" and gelf_event["labels"] == {"extra": "5"}
     assert "HttpSource[logs-in|task-0] listening on" in worker.log()
 
