@@ -90,13 +90,20 @@ def test_bad_input_is_refused_naming_the_line_and_nothing_of_it_is_written(tmp_p
     assert "rejected_oversized_events=1" in log and "rejected_too_large=2" in log and "rejected_requests=9" in log
 
 
-def test_idle_and_silent_connections_neither_block_nor_leak(tmp_path):
-    worker = SourceWorker(tmp_path, http_idle_timeout_ms=500, http_threads=4).start()
+def test_basic_auth_and_idle_or_silent_connections_that_neither_block_nor_leak(tmp_path):
+    worker = SourceWorker(tmp_path, http_idle_timeout_ms=500, http_threads=4, http_basic_auth_user="shipper",
+                          http_basic_auth_password="s3cret").start()
     try:
+        body = '{"message": "authorized"}'
+        assert httpx.post(worker.url, content=body).status_code == 401
+        assert httpx.post(worker.url, content=body, auth=("shipper", "wrong")).status_code == 401
+        bad = {"Authorization": "Basic " + base64.b64encode(b"no-colon").decode()}
+        assert httpx.post(worker.url, content=body, headers=bad).status_code == 401
+        assert httpx.post(worker.url, content=body, auth=("shipper", "s3cret")).status_code == 200
         idle = [socket.create_connection(("127.0.0.1", worker.port)) for _ in range(1000)]
         half = socket.create_connection(("127.0.0.1", worker.port))
         half.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"mess")  # and then nothing
-        r = httpx.post(worker.url, content='{"message": "through"}', timeout=5)
+        r = httpx.post(worker.url, content='{"message": "through"}', timeout=5, auth=("shipper", "s3cret"))
         assert r.status_code == 200
         # the server closes a connection that stays silent past http.idle.timeout.ms
         assert _closed_by_server(half) and _closed_by_server(idle[0])
@@ -105,7 +112,7 @@ def test_idle_and_silent_connections_neither_block_nor_leak(tmp_path):
         half.close()
     finally:
         worker.stop()
-    assert [e["message"] for e in read_values(tmp_path)] == ["through"]
+    assert [e["message"] for e in read_values(tmp_path)] == ["authorized", "through"]
 
 
 def _closed_by_server(sock: socket.socket) -> bool:
@@ -121,20 +128,7 @@ def _closed_by_server(sock: socket.socket) -> bool:
     return True
 
 
-def test_basic_auth(tmp_path):
-    worker = SourceWorker(tmp_path, http_basic_auth_user="shipper", http_basic_auth_password="s3cret").start()
-    try:
-        body = '{"message": "authorized"}'
-        assert httpx.post(worker.url, content=body).status_code == 401
-        assert httpx.post(worker.url, content=body, auth=("shipper", "wrong")).status_code == 401
-        bad = {"Authorization": "Basic " + base64.b64encode(b"no-colon").decode()}
-        assert httpx.post(worker.url, content=body, headers=bad).status_code == 401
-        assert httpx.post(worker.url, content=body, auth=("shipper", "s3cret")).status_code == 200
-    finally:
-        worker.stop()
-    assert [e["message"] for e in read_values(tmp_path)] == ["authorized"]
-
-
+@pytest.mark.slow  # the REST API's start-up; tests/plugins/test_http_source_task.py checks the 503s in the fast suite
 def test_paused_task_answers_503_with_retry_after_then_takes_the_events(tmp_path):
     worker = SourceWorker(tmp_path, rest=True, max_pending_events=1, http_ack_timeout_ms=300,
                           http_retry_after_seconds=2).start()

@@ -19,9 +19,9 @@ pytestmark = pytest.mark.timeout(120)
 
 def test_tcp_json_newline_and_nul_frames_bad_frames_kept_or_counted(tmp_path):
     worker = SourceWorker(tmp_path, "TcpJsonSource", max_event_bytes=1024, idle_timeout_ms=500,
-                          max_connections=1001).start()
+                          max_connections=301).start()
     try:
-        idle = [socket.create_connection(("127.0.0.1", worker.port)) for _ in range(1000)]  # and never send
+        idle = [socket.create_connection(("127.0.0.1", worker.port)) for _ in range(300)]  # and never send
         with socket.create_connection(("127.0.0.1", worker.port)) as s:
             ecs = {"@timestamp": "2026-01-01T00:00:00Z", "log.level": "ERROR", "message": "ecs",
                    "process.thread.name": "main", "log.logger": "a.B", "error.type": "E", "error.stack_trace": "st"}
