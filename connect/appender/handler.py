@@ -140,7 +140,11 @@ class HeadraceHandler(logging.Handler):
         self._closing = threading.Event()
         self._closed = False
         self._idle = threading.Condition(threading.Lock())  # flush() waits on it
-        self._in_hand = 0  # events taken from the queue, not yet acknowledged or moved to the buffer
+        # events taken from the queue, not yet acknowledged or moved to the buffer; and the buffer's unsent
+        # bytes. Both change under _idle together with the queue's pops, so flush() never sees an event
+        # in none of the three places.
+        self._in_hand = 0
+        self._spool_left = 0
         self.transport: Transport
         if url is not None:
             self.transport = HttpTransport(url, timeout, tuple(auth) if auth else None, verify)  # type: ignore[arg-type]
@@ -148,6 +152,8 @@ class HeadraceHandler(logging.Handler):
             props = _load_worker_config(worker_config)  # type: ignore[arg-type]
             self.transport = TopicTransport(props, str(topic))
         self.spool = Spool(buffer_dir, max_bytes=buffer_max_bytes) if buffer_dir else None
+        if self.spool is not None:
+            self._spool_left = self.spool.unsent_bytes()  # what an earlier handler on the directory left
         self._thread = threading.Thread(target=self._run, name="headrace-log-shipper", daemon=True)
         self._thread.start()
         self._shipper_ident = self._thread.ident
@@ -211,17 +217,13 @@ class HeadraceHandler(logging.Handler):
         deadline = time.monotonic() + (self.close_timeout if timeout is None else timeout)
         self._wake.set()
         with self._idle:
-            while self._queue or self._in_hand or (self.spool is not None and self._spool_pending()):
+            while self._queue or self._in_hand or self._spool_left:
                 left = deadline - time.monotonic()
                 if left <= 0 or not self._thread.is_alive():
                     return False
                 self._wake.set()
                 self._idle.wait(min(left, 0.05))
         return True
-
-    def _spool_pending(self) -> bool:
-        assert self.spool is not None
-        return self.spool.unsent_bytes() > 0
 
     def close(self) -> None:
         """Deliver what is queued within ``close_timeout``, then stop; what is left is counted as dropped
@@ -315,8 +317,9 @@ class HeadraceHandler(logging.Handler):
                 if len(self._queue) < self.batch_size and self.linger and failing_since is None:
                     self._wake.clear()
                     self._wake.wait(self.linger)  # a fuller batch costs the target less; flush() cuts it short
-                items = self._take(self.batch_size)
-                self._in_hand = len(items)
+                with self._idle:
+                    items = self._take(self.batch_size)
+                    self._in_hand = len(items)
                 batch = [self._encode(i) for i in items]
             now = time.monotonic()
             if batch and now >= next_try:
@@ -325,7 +328,10 @@ class HeadraceHandler(logging.Handler):
                     if self.spool is not None and cursor is not None:
                         self.spool.commit(cursor)
                     batch, cursor = [], None
-                    self._in_hand = 0
+                    with self._idle:
+                        self._in_hand = 0
+                        if self.spool is not None:
+                            self._spool_left = self.spool.unsent_bytes()
                     backoff = 0.0
                     if failing_since is not None:
                         print(f"HeadraceHandler: {self.transport.describe()} is back after "
@@ -355,10 +361,13 @@ class HeadraceHandler(logging.Handler):
     def _to_spool(self) -> None:
         assert self.spool is not None
         while self._queue:
-            items = self._take(10_000)
-            self._in_hand = len(items)
+            with self._idle:
+                items = self._take(10_000)
+                self._in_hand = len(items)
             self.spool.append([self._encode(i) for i in items])
-            self._in_hand = 0
+            with self._idle:
+                self._in_hand = 0
+                self._spool_left = self.spool.unsent_bytes()
         if self.spool.dropped:
             self._count_dropped(self.spool.dropped)
             self.spool.dropped = 0

@@ -228,3 +228,23 @@ def test_target_down_then_up_catches_up_and_close_reports_what_is_left(tmp_path,
     finally:
         if worker.proc is not None and worker.proc.alive():
             worker.stop()
+
+
+def test_the_file_buffer_outlives_the_app_and_the_next_handler_on_it_sends_what_is_left(tmp_path):
+    worker = SourceWorker(tmp_path)  # down while the first handler runs
+    first = HeadraceHandler(worker.url, buffer_dir=str(tmp_path / "buffer"), retry_max=0.2, close_timeout=0.2)
+    log = _logger("restart", first)
+    for i in range(300):
+        log.info("before the restart %d", i, extra={"seq": i})
+    assert not first.flush(0.3)  # nothing can be delivered
+    first.close()
+    assert first.dropped == 0 and first.sent == 0
+    worker.start()
+    try:
+        second = HeadraceHandler(worker.url, buffer_dir=str(tmp_path / "buffer"), retry_max=0.2)
+        _logger("restart", second).info("after the restart", extra={"seq": 300})
+        assert second.flush(20)
+        second.close()
+    finally:
+        worker.stop()
+    assert sorted(_seqs(tmp_path)) == list(range(301)) and count_values(tmp_path) == 301
