@@ -230,6 +230,7 @@ def test_target_down_then_up_catches_up_and_close_reports_what_is_left(tmp_path,
             worker.stop()
 
 
+@pytest.mark.slow  # the fast suite's time budget; the kill -9 tests above cover the buffer too
 def test_the_file_buffer_outlives_the_app_and_the_next_handler_on_it_sends_what_is_left(tmp_path):
     worker = SourceWorker(tmp_path)  # down while the first handler runs
     first = HeadraceHandler(worker.url, buffer_dir=str(tmp_path / "buffer"), retry_max=0.2, close_timeout=0.2)

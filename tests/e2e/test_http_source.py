@@ -153,6 +153,7 @@ def test_paused_task_answers_503_with_retry_after_then_takes_the_events(tmp_path
     assert [e["message"] for e in read_values(tmp_path)] == ["waits", "after"]
 
 
+@pytest.mark.slow  # the fast suite's time budget; tests/plugins/test_ingest_configs.py checks the validation
 def test_invalid_configs_are_refused_before_anything_runs(tmp_path):
     # one case through the CLI; tests/plugins/test_ingest_configs.py has the rest
     for props, error in [({"listeners": "http://example.com:80"}, "must be an IP address or localhost")]:
