@@ -81,6 +81,7 @@ APP = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # the fast suite's time budget
 def test_fileconfig_app_on_the_root_logger_at_debug_delivers_at_exit_without_looping(tmp_path):
     """The handler sits on the root logger at DEBUG, where httpx and httpcore log every request it makes."""
     worker = SourceWorker(tmp_path).start()
@@ -205,6 +206,7 @@ def test_straight_to_a_topic_of_the_embedded_log(tmp_path):
     assert handler.dropped == 0 and handler.sent == 500
 
 
+@pytest.mark.slow  # the fast suite's time budget
 def test_target_down_then_up_catches_up_and_close_reports_what_is_left(tmp_path, capfd):
     worker = SourceWorker(tmp_path)  # not started yet: the target is down
     handler = HeadraceHandler(worker.url, queue_size=300, retry_max=0.2, close_timeout=0.3)

@@ -57,6 +57,7 @@ def test_bodies_of_every_shape_arrive_as_log_events(worker, tmp_path):
     assert "HttpSource[logs-in|task-0] listening on" in worker.log()
 
 
+@pytest.mark.slow  # the fast suite's time budget: tests/plugins/test_http_source_task.py has the fast checks
 def test_bad_input_is_refused_naming_the_line_and_nothing_of_it_is_written(tmp_path):
     worker = SourceWorker(tmp_path, max_event_bytes=2048, max_request_bytes=65536).start()
     good = json.dumps({"message": "ok"})
@@ -90,6 +91,7 @@ def test_bad_input_is_refused_naming_the_line_and_nothing_of_it_is_written(tmp_p
     assert "rejected_oversized_events=1" in log and "rejected_too_large=2" in log and "rejected_requests=9" in log
 
 
+@pytest.mark.slow  # the fast suite's time budget: tests/plugins/test_http_source_task.py has the fast checks
 def test_basic_auth_and_idle_or_silent_connections_that_neither_block_nor_leak(tmp_path):
     worker = SourceWorker(tmp_path, http_idle_timeout_ms=500, http_threads=4, http_basic_auth_user="shipper",
                           http_basic_auth_password="s3cret").start()

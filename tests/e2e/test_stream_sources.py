@@ -17,6 +17,7 @@ from tests.support import free_port, wait_until
 pytestmark = pytest.mark.timeout(120)
 
 
+@pytest.mark.slow  # the fast suite's time budget: tests/plugins/test_ingest_framing.py has the fast checks
 def test_tcp_json_newline_and_nul_frames_bad_frames_kept_or_counted(tmp_path):
     worker = SourceWorker(tmp_path, "TcpJsonSource", max_event_bytes=1024, idle_timeout_ms=500,
                           max_connections=301).start()

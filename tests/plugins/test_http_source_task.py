@@ -6,9 +6,10 @@ from __future__ import annotations
 import threading
 
 import httpx
+import pytest
 
 from connect.api import OffsetStorageReader, SourceTaskContext
-from plugins.ingest.http import HttpSourceTask
+from plugins.ingest.http import BadInput, HttpSourceTask, parse_events
 from tests.support import free_port, wait_until
 
 
@@ -69,3 +70,35 @@ def test_200_only_after_every_record_is_acknowledged():
         assert answers[0].status_code == 200 and answers[0].json() == {"accepted": 2}
     finally:
         task.stop()
+
+
+GOOD = b'{"message": "ok"}'
+
+
+@pytest.mark.parametrize("body, error", [
+    (GOOD + b"\n[1, 2]\n", "line 2: a log event must be a JSON object, got an array"),
+    (GOOD + b"\n" + GOOD + b'\n"text"\n', "line 3: a log event must be a JSON object, got str"),
+    (GOOD + b'\n{"message": "x"\n', "line 2: not JSON"),
+    (b"", "line 1: the body is empty"),
+    (b"  \n\n", "line 1: the body is empty"),
+    (b"[]", "line 1: the array has no events"),
+    (b'[{"message": "a"}, 7]', "element 1: a log event must be a JSON object, got int"),
+    (b'[{"headers": 3, "body": "b"}]', "element 0: Flume 'headers' must be an object"),
+    (b'{"message": "a", "labels": "flat"}', "line 1: field 'labels' must be an object"),
+    (b'{"message": "' + b"x" * 3000 + b'"}', "line 1: the event is 3015 bytes, more than max.event.bytes=2048"),
+    (b'[{"message": "' + b"x" * 3000 + b'"}]', "element 0: the event is 3014 bytes, more than max.event.bytes=2048"),
+    (GOOD + b'\n{"message": "caf\xe9"}\n', "line 2: invalid UTF-8 at byte 16"),
+    (b'[{"message": "caf\xe9"}]', "line 1: invalid UTF-8 at byte 17 of the body"),
+])
+def test_bad_bodies_are_refused_naming_the_line(body, error):
+    with pytest.raises(BadInput) as caught:
+        parse_events(body, 2048)
+    assert str(caught.value).startswith(error), str(caught.value)
+
+
+def test_body_shapes():
+    assert [e.get("message") for e in parse_events(b'{\n  "message": "pretty"\n}\n', 2048)] == ["pretty"]
+    flume = parse_events(b'[{"headers": {"host": "h", "timestamp": "0"}, "body": "b"}]', 2048)[0]
+    assert flume.get("message") == "b" and flume.get("host").get("hostname") == "h"
+    assert flume.get("@timestamp") == "1970-01-01T00:00:00.000000Z"
+    assert len(parse_events(b"\n".join([GOOD] * 1000), 2048)) == 1000
