@@ -1,0 +1,310 @@
+"""What the ingestion sources share: listener URLs, the hand-over queue between network threads and the
+task thread, and acknowledgement of records once the log has them.
+
+Network threads (cheroot's pool, the asyncio loop) parse input into SourceRecords and ``offer`` them; the
+task thread takes them in ``poll``. A source that acknowledges its senders (HttpSource) passes a
+``Ticket`` with each batch: the runtime calls ``commit_record`` for every record once the log acknowledged
+it (Kafka Connect's ``commitRecord``; on the embedded log, once the batch is written to the segment file,
+which survives kill -9), and the ticket completes when all of its records have been acknowledged.
+"""
+
+from __future__ import annotations
+
+import collections
+import ipaddress
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from connect.api import (
+    AbstractConfig,
+    ConfigDef,
+    ConfigType,
+    Importance,
+    LambdaValidator,
+    NonEmptyString,
+    Range,
+    RecordMetadata,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    Task,
+)
+from connect.api.version import distribution_version
+
+log = logging.getLogger(__name__)
+
+LISTENERS_CONFIG = "listeners"
+TOPIC_CONFIG = "topic"
+MAX_EVENT_BYTES_CONFIG = "max.event.bytes"
+MAX_PENDING_CONFIG = "max.pending.events"
+BATCH_SIZE_CONFIG = "batch.size"
+TASK_ID_CONFIG = "task.id"
+
+
+def version() -> str:
+    return distribution_version(__name__)
+
+
+@attrs.frozen
+class Listener:
+    scheme: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
+
+
+def parse_listeners(value: Any, schemes: Sequence[str]) -> list[Listener]:
+    """``scheme://host:port`` items of a comma list (or list); an empty host means 127.0.0.1, never all."""
+    items = value if isinstance(value, list) else [v for v in str(value or "").split(",")]
+    out: list[Listener] = []
+    for raw in (i.strip() for i in items):
+        if not raw:
+            continue
+        parts = urlsplit(raw)
+        if parts.scheme not in schemes:
+            raise ValueError(f"'{raw}' must start with one of {', '.join(s + '://' for s in schemes)}")
+        if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+            raise ValueError(f"'{raw}' must be just scheme://host:port")
+        try:
+            port = parts.port
+        except ValueError:
+            raise ValueError(f"'{raw}' has no valid port") from None
+        if port is None:
+            raise ValueError(f"'{raw}' needs a port (0 picks a free one)")
+        host = parts.hostname or "127.0.0.1"
+        if host != "localhost":
+            try:
+                ipaddress.ip_address(host)
+            except ValueError:
+                raise ValueError(f"'{raw}': the host must be an IP address or localhost") from None
+        out.append(Listener(parts.scheme, host, port))
+    if not out:
+        raise ValueError("at least one listener is needed")
+    return out
+
+
+def listeners_validator(schemes: Sequence[str]) -> LambdaValidator:
+    def check(_name: str, value: Any) -> str | None:
+        try:
+            parse_listeners(value, schemes)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    return LambdaValidator(check, f"comma list of {'|'.join(schemes)}://host:port")
+
+
+def base_config(schemes: Sequence[str], default_listener: str, what: str) -> ConfigDef:
+    return (
+        ConfigDef()
+        .define(LISTENERS_CONFIG, ConfigType.LIST, default_listener, listeners_validator(schemes),
+                importance=Importance.HIGH,
+                documentation=f"Where to listen for {what}: a comma list of {', '.join(s + '://' for s in schemes)}"
+                "host:port URLs. Loopback by default; a non-loopback address exposes the source to the network.")
+        .define(TOPIC_CONFIG, ConfigType.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
+                documentation="The topic every event is written to.")
+        .define(MAX_EVENT_BYTES_CONFIG, ConfigType.INT, 1 << 20, Range.between(64, 64 << 20),
+                importance=Importance.MEDIUM,
+                documentation="The largest event accepted, in bytes; a larger one is refused with an error "
+                "naming it, and counted.")
+        .define(MAX_PENDING_CONFIG, ConfigType.INT, 100_000, Range.at_least(1),
+                importance=Importance.LOW,
+                documentation="How many received events may wait for the task to hand them to the log; "
+                "beyond it HTTP answers 503 and TCP stops reading (UDP drops, counted).")
+        .define(BATCH_SIZE_CONFIG, ConfigType.INT, 5000, Range.at_least(1), importance=Importance.LOW,
+                documentation="The most events one poll of the task returns.")
+    )
+
+
+class Ticket:
+    """One acknowledged request: done when the log acknowledged each of its ``count`` records."""
+
+    __slots__ = ("remaining", "done", "failed")
+
+    def __init__(self, count: int) -> None:
+        self.remaining = count
+        self.done = threading.Event()
+        self.failed: str | None = None
+        if count == 0:
+            self.done.set()
+
+    def ack(self) -> None:
+        self.remaining -= 1  # only the task thread acks
+        if self.remaining <= 0:
+            self.done.set()
+
+    def fail(self, reason: str) -> None:
+        self.failed = reason
+        self.done.set()
+
+
+class Counters:
+    """Numbers a source logs when it stops (and a test reads); updated by several threads under a lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.values: dict[str, int] = collections.defaultdict(int)
+
+    def add(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self.values[name] += n
+
+    def text(self) -> str:
+        with self._lock:
+            return ", ".join(f"{k}={v}" for k, v in sorted(self.values.items())) or "nothing"
+
+
+class RateLimitedLog:
+    """At most one WARNING per interval for each kind of bad input (each message format); the rest are
+    counted and summarised in the next one."""
+
+    def __init__(self, logger: logging.Logger, interval: float = 5.0) -> None:
+        self._log = logger
+        self._interval = interval
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def warning(self, msg: str, *args: Any) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now - self._last.get(msg, -1e9) < self._interval:
+                self._suppressed[msg] = self._suppressed.get(msg, 0) + 1
+                return
+            self._last[msg] = now
+            suppressed = self._suppressed.pop(msg, 0)
+        if suppressed:
+            msg += " (%d similar warnings suppressed)"
+            args = (*args, suppressed)
+        self._log.warning(msg, *args)
+
+
+class IngestConnector(SourceConnector):
+    """One task: a listener address can be bound once."""
+
+    CONFIG: ConfigDef
+    TASK: type[Task]
+
+    def __init__(self) -> None:
+        self._props: dict[str, str] = {}
+
+    def version(self) -> str:
+        return version()
+
+    def config(self) -> ConfigDef:
+        return ConfigDef(self.CONFIG)
+
+    def start(self, props: Mapping[str, str]) -> None:
+        AbstractConfig(self.CONFIG, props)  # a bad config fails here, before any task starts
+        self._props = dict(props)
+
+    def task_class(self) -> type[Task]:
+        return self.TASK
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self._props, **{TASK_ID_CONFIG: "0"})]
+
+    def stop(self) -> None:
+        pass
+
+
+class QueueingSourceTask(SourceTask):
+    """A SourceTask fed by network threads through a bounded queue, acknowledging through tickets."""
+
+    KIND = "IngestSource"
+
+    def __init__(self) -> None:
+        self.topic = ""
+        self.max_event_bytes = 1 << 20
+        self._max_pending = 100_000
+        self._batch_size = 5000
+        self._queue: collections.deque[tuple[list[SourceRecord], Ticket | None]] = collections.deque()
+        self._queued = 0
+        self._cond = threading.Condition()
+        self._waiting: dict[int, tuple[SourceRecord, Ticket]] = {}  # id(record) -> record (kept alive), ticket
+        self._waiting_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self.counters = Counters()
+        self.name = "?"
+
+    def version(self) -> str:
+        return version()
+
+    def configure_common(self, config: AbstractConfig, props: Mapping[str, str]) -> None:
+        self.topic = str(config.get_string(TOPIC_CONFIG))
+        self.max_event_bytes = int(config.get_int(MAX_EVENT_BYTES_CONFIG) or 0)
+        self._max_pending = int(config.get_int(MAX_PENDING_CONFIG) or 1)
+        self._batch_size = int(config.get_int(BATCH_SIZE_CONFIG) or 1)
+        self.name = f"{self.KIND}[{props.get('name', '?')}|task-{props.get(TASK_ID_CONFIG, '0')}]"
+        self._stopping.clear()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def offer(self, records: list[SourceRecord], ticket: Ticket | None, wait: float = 0.0) -> bool:
+        """Queue records for the log; False (nothing queued) when the queue is full for ``wait`` s or stopping."""
+        deadline = time.monotonic() + wait
+        with self._cond:
+            while True:
+                if self._stopping.is_set():
+                    return False
+                # a batch larger than the whole capacity is taken when the queue is empty, or it never fits
+                if self._queued == 0 or self._queued + len(records) <= self._max_pending:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.1))
+            self._queue.append((records, ticket))
+            self._queued += len(records)
+            self._cond.notify_all()
+        return True
+
+    def poll(self) -> list[SourceRecord] | None:
+        # acknowledgements are served by the runtime between polls, so wait briefly while any are due
+        timeout = 0.001 if self._waiting else 0.5
+        taken: list[SourceRecord] = []
+        with self._cond:
+            if not self._queue and not self._stopping.is_set():
+                self._cond.wait(timeout)
+            while self._queue and len(taken) < self._batch_size:
+                records, ticket = self._queue.popleft()
+                self._queued -= len(records)
+                if ticket is not None:
+                    with self._waiting_lock:
+                        for r in records:
+                            self._waiting[id(r)] = (r, ticket)
+                taken.extend(records)
+            if taken:
+                self._cond.notify_all()  # room for blocked offers
+        return taken or None
+
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        with self._waiting_lock:
+            entry = self._waiting.pop(id(record), None)
+        if entry is not None:
+            entry[1].ack()
+
+    def stop_queue(self) -> None:
+        """Refuse new input and fail every request still waiting for the log."""
+        self._stopping.set()
+        with self._cond:
+            pending = [t for _, t in self._queue if t is not None]
+            self._queue.clear()
+            self._queued = 0
+            self._cond.notify_all()
+        with self._waiting_lock:
+            pending += [t for _, t in self._waiting.values()]
+            self._waiting.clear()
+        for ticket in pending:
+            ticket.fail("the source is stopping")

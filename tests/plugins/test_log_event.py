@@ -1,0 +1,68 @@
+"""The shared log event schema: what real senders' JSON shapes become."""
+
+from __future__ import annotations
+
+import pytest
+
+from connect.api.log_event import LOG_EVENT_SCHEMA, LogEventError, from_mapping, syslog_event, to_plain
+from plugins.converters.json import JsonConverter
+
+
+def _plain(obj):
+    return to_plain(from_mapping(obj, received=lambda: "now"))
+
+
+def test_ecs_dotted_as_log4j_ecs_layout_writes_it():
+    event = _plain({"@timestamp": "2026-01-01T00:00:00.123Z", "ecs.version": "1.2.0", "log.level": "WARN",
+                    "message": "m", "process.thread.name": "main", "log.logger": "a.B", "labels": {"k": "v"},
+                    "tags": ["x"], "error.type": "java.io.IOException", "error.message": "disk",
+                    "error.stack_trace": "java.io.IOException: disk\n\tat a.B.c(B.java:1)"})
+    assert event == {"@timestamp": "2026-01-01T00:00:00.123Z", "message": "m",
+                     "log": {"level": "WARN", "logger": "a.B"},
+                     "error": {"type": "java.io.IOException", "message": "disk",
+                               "stack_trace": "java.io.IOException: disk\n\tat a.B.c(B.java:1)"},
+                     "process": {"thread": {"name": "main"}}, "labels": {"k": "v", "tags": '["x"]'}}
+
+
+def test_gelf_logstash_and_log4j_json_layout():
+    gelf = _plain({"version": "1.1", "host": "h", "short_message": "s", "full_message": "trace", "timestamp": 0.5,
+                   "level": 3, "_thread": "t", "_logger": "l", "_user": 7})
+    assert gelf == {"@timestamp": "1970-01-01T00:00:00.500000Z", "message": "s",
+                    "log": {"level": "ERROR", "logger": "l"}, "error": {"stack_trace": "trace"},
+                    "process": {"thread": {"name": "t"}}, "host": {"hostname": "h"}, "labels": {"user": "7"}}
+    logstash = _plain({"@version": 1, "@timestamp": "t", "message": "m", "logger_name": "l", "thread_name": "t",
+                       "level": "INFO", "level_value": 20000,
+                       "exception": {"exception_class": "E", "exception_message": "x", "stacktrace": "st"}})
+    assert logstash["error"] == {"type": "E", "message": "x", "stack_trace": "st"}
+    assert logstash["log"] == {"level": "INFO", "logger": "l"} and "labels" not in logstash
+    json_layout = _plain({"instant": {"epochSecond": 1, "nanoOfSecond": 500000000}, "thread": "main",
+                          "level": "DEBUG", "loggerName": "x.Y", "message": "hi", "endOfBatch": False,
+                          "thrown": {"name": "E", "message": "bad"}, "threadId": 1})
+    assert json_layout["@timestamp"] == "1970-01-01T00:00:01.500000Z"
+    assert json_layout["error"] == {"type": "E", "message": "bad"}
+    assert json_layout["process"] == {"thread": {"name": "main", "id": 1}}
+
+
+def test_missing_timestamp_is_the_receive_time_and_bad_shapes_are_named():
+    assert _plain({"message": "x"})["@timestamp"] == "now"
+    for bad, error in [([1], "must be a JSON object, got an array"), ("s", "got str"), (None, "got null"),
+                       ({"labels": 3}, "field 'labels' must be an object"),
+                       ({"process.pid": "abc"}, "field 'process.pid' must be an integer"),
+                       ({"process": {"pid": 1 << 40}}, "field 'process.pid' is out of range"),
+                       ({"@timestamp": [1]}, "field '@timestamp' must be text or a number")]:
+        with pytest.raises(LogEventError, match=error.replace("(", r"\(").replace(")", r"\)")):
+            from_mapping(bad)
+
+
+def test_every_event_is_valid_for_its_schema_and_converts():
+    converter = JsonConverter()
+    converter.configure({"schemas.enable": "true"}, False)
+    for event in [from_mapping({"message": "m", "process": {"pid": 3, "thread": {"id": 9}}, "context": {"a": 1}}),
+                  syslog_event(timestamp="t", message="m", priority=165, version=1, hostname="h", appname="a",
+                               procid="p", msgid="ID", structured_data={"x@1": {"k": "v"}})]:
+        event.validate()
+        assert converter.from_connect_data("t", LOG_EVENT_SCHEMA, event).startswith(b'{"schema":')
+    plain = to_plain(syslog_event(timestamp="t", message="m", priority=165, version=1, hostname="h", appname="a",
+                                  procid=None, msgid=None, structured_data=None))
+    assert plain["log"]["syslog"]["facility"] == {"code": 20, "name": "local4"}
+    assert plain["log"]["syslog"]["severity"] == {"code": 5, "name": "notice"} and plain["log"]["level"] == "INFO"
