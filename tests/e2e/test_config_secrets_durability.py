@@ -165,6 +165,7 @@ def _fill(disk: Path) -> Path:
     return filler
 
 
+@pytest.mark.slow  # several seconds of a real worker: kept out of the fast suite
 def test_a_full_disk_answers_500_and_the_old_connector_keeps_running(tmp_path, small_disk):
     (tmp_path / "in.txt").write_text("")
     sink = tmp_path / "out.txt"

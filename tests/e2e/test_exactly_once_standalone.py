@@ -141,6 +141,7 @@ def test_validation_refuses_exactly_once_where_the_worker_or_the_connector_canno
         enabled.stop()
 
 
+@pytest.mark.slow  # several seconds of a real worker: kept out of the fast suite
 def test_offsets_endpoints_of_an_exactly_once_source_use_its_offset_topic(tmp_path):
     """GET, PATCH and DELETE /connectors/{c}/offsets see and change what the exactly-once task resumes from:
     the offsets in its offset topic, not the worker's offsets file."""

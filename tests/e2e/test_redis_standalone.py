@@ -305,6 +305,7 @@ def test_a_wrong_password_is_refused_at_start_naming_the_key(tmp_path, redis_fac
     assert "redis.password" in line and "refused the credentials" in line and "s3cret" not in line, line
 
 
+@pytest.mark.slow  # several seconds of a real worker: kept out of the fast suite
 def test_bad_records_go_to_the_dlq_or_fail_the_task_naming_them(tmp_path, redis_service):
     db = redis.Redis.from_url(redis_service.uri, decode_responses=True)
     db.delete("bad-hash:good", "bad-zset")

@@ -168,6 +168,7 @@ def test_full_lifecycle_over_http(worker, tmp_path):
         assert c.get("/connectors").json() == ["snk"]
 
 
+@pytest.mark.slow  # several seconds of a real worker: kept out of the fast suite
 def test_restart_keeps_rest_created_connectors_state_and_offsets(tmp_path):
     src_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
     src_file.write_text("".join(f"x{i}\n" for i in range(200)))
@@ -201,6 +202,7 @@ def test_restart_keeps_rest_created_connectors_state_and_offsets(tmp_path):
         w.stop()
 
 
+@pytest.mark.slow  # several seconds of a real worker: kept out of the fast suite
 def test_a_connector_file_unchanged_since_the_last_run_is_not_restarted(tmp_path):
     src_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
     src_file.write_text("".join(f"x{i}\n" for i in range(50)))

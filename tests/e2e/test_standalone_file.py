@@ -96,6 +96,7 @@ def _state_at_kill(tmp: Path, source_file: Path, sink_file: Path) -> _StateAtKil
     return _StateAtKill(topic_end, _committed_source_lines(tmp, source_file), sink_committed, line_count(sink_file))
 
 
+@pytest.mark.slow  # several seconds of a real worker: kept out of the fast suite
 def test_kill_9_mid_stream_loses_nothing_and_bounds_duplicates(tmp_path):
     source_file = tmp_path / "test.txt"
     source_file.write_text("")
@@ -272,6 +273,7 @@ def test_kill_9_under_cpu_load_duplicates_no_more_than_one_flush_interval(tmp_pa
     assert duplicates <= bound, f"{duplicates} duplicates exceed the flush-interval bound {bound}"
 
 
+@pytest.mark.slow  # several seconds of a real worker: kept out of the fast suite
 def test_torn_segment_tail_is_recovered_by_the_cli_tools(tmp_path):
     cfg = worker_properties(tmp_path)
     # three batches of 100 written by the log's own producer (the CLI tools are what is tested below)

@@ -82,6 +82,7 @@ def reset_connectors(url: str, work: Path) -> None:
             assert c.put(f"/connectors/{name}/resume").status_code == 202
 
 
+@pytest.mark.slow  # several seconds of a real worker: kept out of the fast suite
 def test_stateful_run_has_no_server_errors(authenticated_worker: tuple[str, Path]) -> None:
     url, work = authenticated_worker
     schema = schemathesis.openapi.from_path(SPEC)
