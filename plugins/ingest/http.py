@@ -12,7 +12,7 @@ Each object becomes one record of the log event schema (``connect.api.log_event`
 nothing: one bad line refuses the whole request with 400 naming it, so the sender can fix and resend.
 
 Answers: 200 ``{"accepted": n}`` once the log acknowledged every record of the request (the runtime's
-``commit_record``); 503 with ``Retry-After`` when more than ``max.pending.events`` wait for the log, or
+``commit_batch`` for the polled batch holding them); 503 with ``Retry-After`` when more than ``max.pending.events`` wait for the log, or
 when the log did not acknowledge within ``http.ack.timeout.ms`` (the records may still arrive: a resend
 can duplicate, so delivery is at least once); 400 for bad input; 413 above ``max.request.bytes``; 401
 without the configured basic-auth credentials. ``GET /health`` answers 200 while the task runs.
@@ -45,10 +45,9 @@ from connect.api import (
     FilePath,
     Importance,
     Range,
-    SourceRecord,
     Struct,
 )
-from connect.api.log_event import LOG_EVENT_SCHEMA, LogEventError, from_mapping, iso_timestamp
+from connect.api.log_event import LogEventError, from_mapping, iso_timestamp
 from plugins.ingest._common import (
     LISTENERS_CONFIG,
     IngestConnector,
@@ -341,11 +340,8 @@ class HttpSourceTask(QueueingSourceTask):
                 self.counters.add("rejected_oversized_events")
             self._warn.warning("%s refused a request from %s: %s", self.name, peer, exc)
             return self._answer(start_response, "400 Bad Request", {"error": str(exc)})
-        now = int(time.time() * 1000)
-        topic = self.topic
-        records = [SourceRecord(None, None, topic, None, None, None, LOG_EVENT_SCHEMA, e, now) for e in events]
-        ticket = Ticket(len(records))
-        if not self.offer(records, ticket):
+        ticket = Ticket()
+        if not self.offer_events(events, ticket):
             self.counters.add("rejected_busy")
             return self._busy(start_response, "too many events waiting for the log" if not self.stopping
                               else "the source is stopping")
@@ -353,8 +349,8 @@ class HttpSourceTask(QueueingSourceTask):
             self.counters.add("unacknowledged_requests")
             reason = ticket.failed or f"the log did not acknowledge within {self._ack_timeout:g} s"
             return self._busy(start_response, reason + "; the events may or may not be in the log")
-        self.counters.add("accepted_events", len(records))
-        return self._answer(start_response, "200 OK", {"accepted": len(records)})
+        self.counters.add("accepted_events", len(events))
+        return self._answer(start_response, "200 OK", {"accepted": len(events)})
 
     def _authorized(self, header: str) -> bool:
         assert self._auth is not None

@@ -1,5 +1,5 @@
 """HttpSourceTask on a real socket with no runtime polling it: the 503 answers under backpressure, and a
-request answered 200 only once every record of it was acknowledged (commit_record)."""
+request answered 200 only once the batch holding its records was acknowledged (commit_batch)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import httpx
 import pytest
 
-from connect.api import OffsetStorageReader, SourceTaskContext
+from connect.api import OffsetStorageReader, SourceRecordBatch, SourceTaskContext
 from plugins.ingest.http import BadInput, HttpSourceTask, parse_events
 from tests.support import free_port, wait_until
 
@@ -60,14 +60,16 @@ def test_200_only_after_every_record_is_acknowledged():
         poster = threading.Thread(target=lambda: answers.append(
             httpx.post(url, content='{"message": "a"}\n{"message": "b"}\n', timeout=10)))
         poster.start()
-        records = wait_until(task.poll, 10, what="the records polled")
-        assert [r.value.get("message") for r in records] == ["a", "b"]
-        task.commit_record(records[0], None)
-        # the request still waits for the second record (no answer yet, one record unacknowledged)
+        batch = wait_until(task.poll, 10, what="the records polled")
+        assert isinstance(batch, SourceRecordBatch) and batch.topic == "logs"
+        assert [r.value.get("message") for r in batch] == ["a", "b"]
+        # polled but not yet acknowledged: the request waits (no answer yet, the batch still due)
+        poster.join(0.2)
         assert not answers and len(task._waiting) == 1
-        task.commit_record(records[1], None)
+        task.commit_batch(batch)
         poster.join(10)
         assert answers[0].status_code == 200 and answers[0].json() == {"accepted": 2}
+        assert not task._waiting
     finally:
         task.stop()
 
