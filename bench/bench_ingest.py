@@ -190,6 +190,12 @@ class Servers:
             proc.wait(30)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc), to say what a figure cost the server."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _listening(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5):
@@ -219,10 +225,14 @@ def main() -> None:
         try:
             print(f"{args.events:,} events, NDJSON batches of {args.batch:,}, {args.clients} client threads, "
                   f"{os.cpu_count()} cores")
+            pids = {"bare server": servers.procs[1].pid, "HttpSource": servers.procs[0].pid}
             for name, url in (("bare server", servers.bare_url), ("HttpSource", servers.http_url)):
                 _post_all(url, 10 * args.batch, args.batch, args.clients)  # warm-up (topic creation, imports)
+                cpu = _cpu_seconds(pids[name])
                 elapsed = _post_all(url, args.events, args.batch, args.clients)
-                print(f"POST NDJSON -> {name:12s} {args.events / elapsed:>10,.0f} events/s   ({elapsed:.2f} s)")
+                cpu = _cpu_seconds(pids[name]) - cpu
+                print(f"POST NDJSON -> {name:12s} {args.events / elapsed:>10,.0f} events/s   ({elapsed:.2f} s; "
+                      f"server CPU {cpu / args.events * 1e6:.2f} us/event)")
             for name, url in (("bare server", servers.bare_url), ("HttpSource", servers.http_url)):
                 logged, delivered, sent, dropped = _app(APP, url, str(args.events))
                 print(f"appender -> {name:15s} {args.events / delivered:>10,.0f} events/s delivered   "
