@@ -10,7 +10,10 @@ Every figure beside its baseline from the same run:
 - Appender: an app process logs ``--events`` records through ``HeadraceHandler`` to each of the two
   servers; wall from the first ``log.info`` to ``flush()`` returning (every event acknowledged).
 - Per call: ``log.info("...%d", i)`` in the app thread with a ``logging.NullHandler`` against the same
-  logger with a ``HeadraceHandler`` shipping to the bare server (its shipper thread running meanwhile).
+  logger with a ``HeadraceHandler`` shipping to the bare server (its shipper thread running meanwhile):
+  wall time per call, and the app thread's own CPU time per call (``time.thread_time``), which leaves out
+  the time the app thread waits while the shipper thread holds the GIL.
+- Each POST figure also gives the server process's CPU time per event (``/proc``), for where the time goes.
 
     python bench/bench_ingest.py --events 200000
 """
@@ -90,17 +93,18 @@ PER_CALL = textwrap.dedent("""
         log.setLevel(logging.INFO)
         for i in range(2000):
             log.info("warm-up %d", i)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         for i in range(calls):
             log.info("request %d served in %d ms", i, i % 97)
-        return (time.perf_counter() - started) / calls
+        # wall time (what the app waits, the shipper's turns on the GIL included) and this thread's own CPU
+        return (time.perf_counter() - started) / calls, (time.thread_time() - cpu) / calls
 
-    null = run(logging.NullHandler())
+    null, null_cpu = run(logging.NullHandler())
     handler = HeadraceHandler(url, queue_size=calls + 5000, batch_size=1000, close_timeout=120)
-    shipping = run(handler)
+    shipping, shipping_cpu = run(handler)
     handler.flush(300)
     handler.close()
-    print(f"{null} {shipping} {handler.dropped}")
+    print(f"{null} {shipping} {handler.dropped} {null_cpu} {shipping_cpu}")
 """)
 
 
@@ -238,9 +242,12 @@ def main() -> None:
                 print(f"appender -> {name:15s} {args.events / delivered:>10,.0f} events/s delivered   "
                       f"(logging calls took {logged:.2f} s, all acknowledged after {delivered:.2f} s; "
                       f"sent {sent:,.0f}, dropped {dropped:,.0f})")
-            null, shipping, dropped = _app(PER_CALL, servers.bare_url, str(args.calls))
+            null, shipping, dropped, null_cpu, shipping_cpu = _app(PER_CALL, servers.bare_url, str(args.calls))
             print(f"log.info per call: NullHandler {null * 1e6:.2f} us, HeadraceHandler {shipping * 1e6:.2f} us "
                   f"(+{(shipping - null) * 1e6:.2f} us in the app thread, shipper running; dropped {dropped:,.0f})")
+            print(f"  the app thread's own CPU per call: NullHandler {null_cpu * 1e6:.2f} us, HeadraceHandler "
+                  f"{shipping_cpu * 1e6:.2f} us (+{(shipping_cpu - null_cpu) * 1e6:.2f} us; the rest of the wall "
+                  "figure is the shipper thread's time on the GIL)")
         finally:
             servers.close()
 
