@@ -20,7 +20,7 @@ from typing import Any
 from connect.api.connector import OffsetStorageReader, RecordMetadata, SourceTask, SourceTaskContext
 from connect.api.errors import ConnectException, RetriableException
 from connect.api.records import SourceRecord, SourceRecordBatch
-from connect.log.api import Admin, LogError, Producer
+from connect.log.api import Admin, BatchDeliveryCallback, LogError, Producer
 from connect.runtime.connector_config import SourceConnectorConfig
 from connect.runtime.error_handler import Stage
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
@@ -67,7 +67,8 @@ class _BatchAck:
             except Exception:  # as for a delivery callback: the task's bug must not stop the others' reports
                 log.exception("%s Exception thrown while calling task.commit_batch()", self._owner)
 
-    def delivered(self, n: int) -> Any:  # a BatchDeliveryCallback for n records sent together
+    def delivered(self, n: int) -> BatchDeliveryCallback:
+        """The ``send_batch`` callback for ``n`` of the batch's records sent together."""
         def on_delivery(err: LogError | None) -> None:
             if err is not None:
                 self._owner._on_delivery(err, None)

@@ -104,3 +104,36 @@ def test_body_shapes():
     assert flume.get("message") == "b" and flume.get("host").get("hostname") == "h"
     assert flume.get("@timestamp") == "1970-01-01T00:00:00.000000Z"
     assert len(parse_events(b"\n".join([GOOD] * 1000), 2048)) == 1000
+
+
+def test_requests_queued_together_share_one_batch_and_one_acknowledgement():
+    task, url = _task()
+    answers: list[httpx.Response] = []
+    try:
+        posters = [threading.Thread(target=lambda body=body: answers.append(httpx.post(url, content=body, timeout=10)))
+                   for body in ('{"message": "a"}\n', '{"message": "b"}\n{"message": "c"}\n')]
+        for poster in posters:
+            poster.start()
+        wait_until(lambda: task._queued == 3, 10, what="both requests queued")
+        batch = task.poll()
+        assert isinstance(batch, SourceRecordBatch) and sorted(r.value.get("message") for r in batch) == ["a", "b", "c"]
+        assert len(task._waiting) == 1 and not answers
+        task.commit_batch(batch)
+        for poster in posters:
+            poster.join(10)
+        assert sorted(a.json()["accepted"] for a in answers) == [1, 2]
+    finally:
+        task.stop()
+
+
+def test_stopping_fails_the_requests_of_a_batch_the_log_has_not_acknowledged():
+    task, url = _task()
+    answers: list[httpx.Response] = []
+    poster = threading.Thread(target=lambda: answers.append(httpx.post(url, content=b'{"message": "a"}', timeout=10)))
+    poster.start()
+    batch = wait_until(task.poll, 10, what="the request polled")
+    task.stop()
+    poster.join(10)
+    assert answers[0].status_code == 503 and "the source is stopping" in answers[0].json()["error"]
+    task.commit_batch(batch)  # an acknowledgement after the stop changes nothing
+    assert not task._waiting
