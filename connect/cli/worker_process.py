@@ -7,6 +7,7 @@ import abc
 import logging
 import signal
 import socket
+import sys
 import threading
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -101,6 +102,7 @@ class WorkerProcess(abc.ABC):
         from connect.runtime.gc_policy import settle_heap
 
         settle_heap()  # plugins are loaded: what is alive now lives as long as the process
+        sys.setswitchinterval(self.config.python_switch_interval_us / 1_000_000)
         try:
             self.start()
         except (ConfigException, ConnectException, LogError, OSError) as exc:

@@ -103,6 +103,11 @@ def worker_config_def() -> ConfigDef:
              "zombie tasks are fenced; preparing (distributed): the leader already fences and writes the config "
              "topic transactionally, a step of a rolling upgrade from disabled to enabled. Unlike Kafka Connect, "
              "standalone workers support it too.")
+    d.define("python.switch.interval.us", ConfigType.INT, 1000, Range.between(100, 100_000), Importance.LOW,
+             "How long a thread may hold Python's GIL while another waits for it (sys.setswitchinterval), in "
+             "microseconds. Python's default, 5000, lets tasks moving records at full speed hold back REST "
+             "requests by tens of milliseconds each time they get the GIL; 1000 keeps status requests fast beside "
+             "busy tasks (see README, Scale).")
     return d
 
 
@@ -124,6 +129,7 @@ class WorkerConfig(AbstractConfig):
     listeners = Setting[list[str]]("listeners")
     consumer_max_poll_records = Setting[int]("consumer.max.poll.records")
     exactly_once_source_support = Setting[str]("exactly.once.source.support")
+    python_switch_interval_us = Setting[int]("python.switch.interval.us")
 
     def __init__(self, originals: Mapping[str, Any], definition: ConfigDef | None = None) -> None:
         super().__init__(definition or self.DEFINITION, originals)
