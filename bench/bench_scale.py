@@ -236,7 +236,7 @@ def main() -> None:
             t = time.perf_counter()
             results[n] = measure(n, args, source_file)
             print(f"{n} connectors measured in {time.perf_counter() - t:.0f} s", flush=True)
-    keys = list(results[counts[-1]])
+    keys = list(dict.fromkeys(k for n in counts for k in results[n]))
     width = max(len(k) for k in keys) + 2
     print(f"\n{'measure':<{width}}" + "".join(f"{n:>12,}" for n in counts) + "   (baseline: the 10 column)")
     for k in keys:
