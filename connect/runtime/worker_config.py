@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,15 +30,22 @@ def _known_policy(name: str, value: object) -> str | None:
     return "String must be one of: All, None, Principal (or a Kafka Connect policy class name)"
 
 
+STREAMING_STATE_FOLDER = "streaming-state"
+LEGACY_STREAMING_STATE_DIR = "headrace-state"  # the default before state moved beside the worker's own
+
+
 def worker_config_def() -> ConfigDef:
     d = ConfigDef()
     d.define("bootstrap.servers", ConfigType.LIST, [], importance=Importance.HIGH,
              documentation="Kafka brokers to connect to. Empty: use the embedded log under embedded.log.dir.")
     d.define("embedded.log.dir", ConfigType.STRING, "./headrace-data", importance=Importance.HIGH,
              documentation="Directory of the embedded log, used when bootstrap.servers is empty.")
-    d.define("streaming.state.dir", ConfigType.STRING, "headrace-state", importance=Importance.LOW,
+    d.define("streaming.state.dir", ConfigType.STRING, "", importance=Importance.LOW,
              documentation="Directory under which each streaming sink connector (a Spark query, say) keeps "
-                           "its state, in a folder named after the connector.")
+                           "its state, in a folder named after the connector. Empty: with the worker's own "
+                           "state, <embedded.log.dir>/streaming-state on the embedded log, else "
+                           "streaming-state beside offset.storage.file.filename (standalone) or "
+                           "./headrace-state (distributed on Kafka).")
     d.define("key.converter", ConfigType.CLASS, importance=Importance.HIGH,
              documentation="Converter class for record keys.")
     d.define("value.converter", ConfigType.CLASS, importance=Importance.HIGH,
@@ -133,6 +141,19 @@ class WorkerConfig(AbstractConfig):
 
     def __init__(self, originals: Mapping[str, Any], definition: ConfigDef | None = None) -> None:
         super().__init__(definition or self.DEFINITION, originals)
+
+    @property
+    def streaming_state_root(self) -> str:
+        """Where streaming sink connectors keep their state (an absolute path): ``streaming.state.dir``, or
+        by default with the worker's own state, so two workers started in one folder never share it."""
+        if self.streaming_state_dir:
+            return os.path.abspath(self.streaming_state_dir)
+        if not self.uses_kafka:
+            return os.path.join(os.path.abspath(self.embedded_log_dir), STREAMING_STATE_FOLDER)
+        offsets_file = self.originals.get("offset.storage.file.filename")
+        if offsets_file:
+            return os.path.join(os.path.dirname(os.path.abspath(str(offsets_file))), STREAMING_STATE_FOLDER)
+        return os.path.abspath(LEGACY_STREAMING_STATE_DIR)
 
     @property
     def exactly_once_source_enabled(self) -> bool:
