@@ -114,7 +114,10 @@ class WorkerProcess(abc.ABC):
             self.shutdown()
             return fail(f"worker failed to start: {exc}", EXIT_RUNTIME)
         log.info("Headrace %s worker started", self.MODE)
-        self._stop.wait()
+        # with a timeout: the kernel may hand SIGTERM to another thread, and a wait without one is not
+        # woken for the handler, which only ever runs on this thread
+        while not self._stop.wait(0.5):
+            pass
         log.info("Shutting down")
         self.shutdown()
         log.info("Headrace %s worker stopped", self.MODE)
