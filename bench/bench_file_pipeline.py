@@ -34,8 +34,9 @@ def baseline(src: Path, dst: Path) -> float:
     return time.perf_counter() - started
 
 
-def pipeline(work: Path, src: Path, lines: int, flush_ms: int) -> tuple[float, float]:
+def pipeline(work: Path, src: Path, lines: int, flush_ms: int, extra: list[str]) -> tuple[float, float]:
     (work / "worker.properties").write_text(
+        "".join(line + "\n" for line in extra) +
         f"embedded.log.dir={work / 'data'}\n"
         "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
         "value.converter=org.apache.kafka.connect.storage.StringConverter\n"
@@ -79,6 +80,8 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=100, help="bytes per line, newline included")
     parser.add_argument("--flush-ms", type=int, default=500,
                         help="offset.flush.interval.ms; FileStreamSink writes its buffer to the file at each flush")
+    parser.add_argument("--worker-setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="one more worker setting, e.g. python.switch.interval.us=5000 (repeatable)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="headrace-bench-") as tmp:
         work = Path(tmp)
@@ -89,8 +92,9 @@ def main() -> None:
                 fh.write(f"{i:010d}{pad}\n")
         mb = src.stat().st_size / 1e6
         base = baseline(src, work / "copy.txt")
-        total, steady = pipeline(work, src, args.lines, args.flush_ms)
-        print(f"file -> file, {args.lines:,} lines of {args.width} bytes ({mb:.1f} MB)")
+        total, steady = pipeline(work, src, args.lines, args.flush_ms, args.worker_setting)
+        print(f"file -> file, {args.lines:,} lines of {args.width} bytes ({mb:.1f} MB)"
+              + (f", worker settings {' '.join(args.worker_setting)}" if args.worker_setting else ""))
         print(f"{'case':<44}{'seconds':>10}{'lines/s':>14}{'MB/s':>10}")
         print(f"{'baseline: plain Python line copy':<44}{base:>10.2f}{args.lines / base:>14,.0f}{mb / base:>10.1f}")
         print(f"{'headrace: worker incl. start-up':<44}{total:>10.2f}{args.lines / total:>14,.0f}{mb / total:>10.1f}")

@@ -14,6 +14,7 @@ from rest.context import ConfigSource, install, setting
 from rest.cors import install_cors
 from rest.forwarding import forward_to_leader
 from rest.guards import install_guards
+from rest.json_provider import OrjsonProvider
 from rest.log_levels import LoggerLevels
 from rest.responses import RestError, error_response
 from rest.routes import BLUEPRINTS
@@ -85,7 +86,7 @@ def create_app(herder: Herder, worker_config: ConfigSource, internal_key: bytes 
     # Jersey serves /connectors/ like /connectors and never redirects; neither should we.
     app.url_map.strict_slashes = False
     app.url_map.merge_slashes = False
-    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.json = OrjsonProvider(app)
     install(app, herder, worker_config)
     app.extensions[LEVELS_KEY] = LoggerLevels()
     # Guards, then authentication, run before anything else (CORS preflights included).

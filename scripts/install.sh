@@ -20,5 +20,5 @@ fi
 
 # Service jars (Kafka, Apache Kafka Connect, HDFS, OpenSearch, Elasticsearch, Spark's Kafka and Avro modules) from Maven Central into .cache/services; skipped when already there.
 if [ "${HEADRACE_SKIP_SERVICES:-0}" != 1 ] && [ -f services/__main__.py ]; then
-  python3 -m services fetch kafka connect hdfs opensearch elasticsearch spark-kafka
+  python3 -m services fetch kafka connect hdfs opensearch elasticsearch spark-kafka flume
 fi

@@ -25,6 +25,9 @@ SERVICES: dict[str, str] = {
     "redis": "services.redis:RedisService",
     # jars only (Spark's Kafka connector and Avro module): 'fetch' works, 'start' says there is nothing to start
     "spark-kafka": "services.spark_kafka:SparkKafkaJars",
+    # Apache Flume 1.11.0: "flume" is jars only (client, agent, Log4j 2's FlumeAppender); "flume-agent" a real agent
+    "flume": "services.flume:FlumeJars",
+    "flume-agent": "services.flume:FlumeAgentService",
 }
 
 

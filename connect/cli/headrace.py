@@ -325,6 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topic", required=True)
     p.add_argument("--partition", type=int, required=True)
     p.set_defaults(handler=_log_repair)
+
+    from connect.cli.flume_agent import add_parser as add_flume_agent
+
+    add_flume_agent(sub)
     return parser
 
 

@@ -7,6 +7,7 @@ import abc
 import logging
 import signal
 import socket
+import sys
 import threading
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -101,6 +102,7 @@ class WorkerProcess(abc.ABC):
         from connect.runtime.gc_policy import settle_heap
 
         settle_heap()  # plugins are loaded: what is alive now lives as long as the process
+        sys.setswitchinterval(self.config.python_switch_interval_us / 1_000_000)
         try:
             self.start()
         except (ConfigException, ConnectException, LogError, OSError) as exc:
@@ -112,7 +114,10 @@ class WorkerProcess(abc.ABC):
             self.shutdown()
             return fail(f"worker failed to start: {exc}", EXIT_RUNTIME)
         log.info("Headrace %s worker started", self.MODE)
-        self._stop.wait()
+        # with a timeout: the kernel may hand SIGTERM to another thread, and a wait without one is not
+        # woken for the handler, which only ever runs on this thread
+        while not self._stop.wait(0.5):
+            pass
         log.info("Shutting down")
         self.shutdown()
         log.info("Headrace %s worker stopped", self.MODE)

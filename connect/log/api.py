@@ -348,6 +348,14 @@ class Consumer(abc.ABC):
     @abc.abstractmethod
     def poll(self, timeout: float, max_records: int = 500) -> list[FetchedBatch]: ...
 
+    def wakeup(self) -> bool:
+        """From another thread: a ``poll`` under way (or the next one) returns at once with no records.
+
+        True when this consumer can do that, so a caller may poll with long timeouts while idle and still
+        stop at once; False (the default) when a poll always runs to its timeout, so callers keep them short.
+        """
+        return False
+
     @abc.abstractmethod
     def seek(self, partition: TopicPartition, offset: int) -> None: ...
 

@@ -36,6 +36,9 @@ _TS_TYPES = {0: TimestampType.CREATE_TIME, 1: TimestampType.LOG_APPEND_TIME}
 
 POLL_TIMEOUT = 0.5  # the longest a poll waits for records (shorter when a commit is due sooner)
 PAUSED_POLL_TIMEOUT = 0.2  # while paused: how soon a resume is noticed
+# With a consumer that stop, pause and resume can wake (``Consumer.wakeup``), an idle task (everything it
+# consumed is committed) waits this long in one poll: a thousand idle tasks then cost no CPU.
+IDLE_POLL_TIMEOUT = 60.0
 
 
 class _Context(SinkTaskContext):
@@ -108,9 +111,12 @@ class WorkerSinkTask(WorkerTask):
         self._reporter: ErrantRecordReporterImpl | None = None
         # the fetched batches of the records last handed to put: where an errant record's original bytes are
         self._in_put: Sequence[FetchedBatch] = ()
+        self._wakeable = False  # whether the consumer's polls can be interrupted (known after the first wakeup)
 
     # --- WorkerTask ------------------------------------------------------------------------------
     def initialize_and_start(self) -> None:
+        # a consumer that can be woken lets an idle task wait long; probing it wakes the first poll, harmlessly
+        self._wakeable = self.consumer.wakeup()
         self.task.initialize(self.context)
         self.task.start(self.task_config)
         topics = self.connector_config.topics
@@ -188,8 +194,17 @@ class WorkerSinkTask(WorkerTask):
             self.commit_offsets()
 
     def _poll_timeout(self, longest: float) -> float:
-        """A poll returns by the next commit: a commit must not wait for records to arrive."""
+        """A poll returns by the next commit: a commit must not wait for records to arrive. With nothing left
+        to commit and a consumer that stop and state changes can wake, an idle task waits long."""
+        if self._wakeable and self._current == self._committed and not self.context.commit_requested:
+            return IDLE_POLL_TIMEOUT
         return max(0.0, min(longest, self._next_commit - self.clock.monotonic()))
+
+    def _signal_stop(self) -> None:
+        self.consumer.wakeup()
+
+    def _signal_state_change(self) -> None:
+        self.consumer.wakeup()
 
     def _deliver(self, records: Sequence[SinkRecord]) -> bool:
         """``put`` the batch; a RetriableException redelivers it after the task's timeout.

@@ -21,12 +21,14 @@ from typing import Any
 from connect.api.connector import DeadLetterQueue, StreamingSinkTask, StreamingSinkTaskContext
 from connect.api.errors import ConnectException
 from connect.log.api import ConsumerRecord
+from connect.runtime.connector_config import SinkConnectorConfig
 from connect.runtime.dead_letter_queue import DeadLetterQueueReporter
 from connect.runtime.error_handler import Failure, Stage
+from connect.runtime.streaming_state import StreamingStateFolder
 from connect.runtime.worker_config import WorkerConfig
 from connect.runtime.worker_task import WorkerTask
 
-__all__ = ["WorkerStreamingTask", "log_settings", "state_dir_for"]
+__all__ = ["WorkerStreamingTask", "log_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +55,6 @@ def log_settings(worker_config: WorkerConfig, consumer_overrides: Mapping[str, A
                 out[key] = str(value)
         return {**out, **extra}
     return {"embedded.log.dir": os.path.abspath(worker_config.embedded_log_dir), **extra}
-
-
-def state_dir_for(worker_config: WorkerConfig, connector: str) -> str:
-    """``<streaming.state.dir>/<connector>``, as an absolute path."""
-    return os.path.join(os.path.abspath(worker_config.streaming_state_dir), connector)
 
 
 class _DeadLetterQueue(DeadLetterQueue):
@@ -105,11 +102,15 @@ class _Context(StreamingSinkTaskContext):
 
 
 class WorkerStreamingTask(WorkerTask):
+    connector_config: SinkConnectorConfig
+
     def __init__(self, *args: Any, task: StreamingSinkTask, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.task = task
         self.log_settings = log_settings(self.worker_config, self.connector_config.client_overrides("consumer"))
-        self.state_dir = state_dir_for(self.worker_config, self.id.connector)
+        self.state_folder = StreamingStateFolder(self.worker_config, self.id.connector, self.log_settings,
+                                                 self.connector_config.topics, self.connector_config.topics_regex or None)
+        self.state_dir = self.state_folder.path
         dlq = self.errors.dlq
         self.dead_letter_queue = (
             _DeadLetterQueue(dlq, type(task).__qualname__) if dlq is not None else None
@@ -124,6 +125,7 @@ class WorkerStreamingTask(WorkerTask):
 
     # --- WorkerTask ------------------------------------------------------------------------------
     def initialize_and_start(self) -> None:
+        self.state_folder.claim()  # before the task can read a checkpoint written for another log
         self.task.initialize(self.context)
         self.task.start(self.task_config)
         if self.is_paused:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,15 +30,22 @@ def _known_policy(name: str, value: object) -> str | None:
     return "String must be one of: All, None, Principal (or a Kafka Connect policy class name)"
 
 
+STREAMING_STATE_FOLDER = "streaming-state"
+LEGACY_STREAMING_STATE_DIR = "headrace-state"  # the default before state moved beside the worker's own
+
+
 def worker_config_def() -> ConfigDef:
     d = ConfigDef()
     d.define("bootstrap.servers", ConfigType.LIST, [], importance=Importance.HIGH,
              documentation="Kafka brokers to connect to. Empty: use the embedded log under embedded.log.dir.")
     d.define("embedded.log.dir", ConfigType.STRING, "./headrace-data", importance=Importance.HIGH,
              documentation="Directory of the embedded log, used when bootstrap.servers is empty.")
-    d.define("streaming.state.dir", ConfigType.STRING, "headrace-state", importance=Importance.LOW,
+    d.define("streaming.state.dir", ConfigType.STRING, "", importance=Importance.LOW,
              documentation="Directory under which each streaming sink connector (a Spark query, say) keeps "
-                           "its state, in a folder named after the connector.")
+                           "its state, in a folder named after the connector. Empty: with the worker's own "
+                           "state, <embedded.log.dir>/streaming-state on the embedded log, else "
+                           "streaming-state beside offset.storage.file.filename (standalone) or "
+                           "./headrace-state (distributed on Kafka).")
     d.define("key.converter", ConfigType.CLASS, importance=Importance.HIGH,
              documentation="Converter class for record keys.")
     d.define("value.converter", ConfigType.CLASS, importance=Importance.HIGH,
@@ -103,6 +111,11 @@ def worker_config_def() -> ConfigDef:
              "zombie tasks are fenced; preparing (distributed): the leader already fences and writes the config "
              "topic transactionally, a step of a rolling upgrade from disabled to enabled. Unlike Kafka Connect, "
              "standalone workers support it too.")
+    d.define("python.switch.interval.us", ConfigType.INT, 1000, Range.between(100, 100_000), Importance.LOW,
+             "How long a thread may hold Python's GIL while another waits for it (sys.setswitchinterval), in "
+             "microseconds. Python's default, 5000, lets tasks moving records at full speed hold back REST "
+             "requests by tens of milliseconds each time they get the GIL; 1000 keeps status requests fast beside "
+             "busy tasks (see README, Scale).")
     return d
 
 
@@ -124,9 +137,23 @@ class WorkerConfig(AbstractConfig):
     listeners = Setting[list[str]]("listeners")
     consumer_max_poll_records = Setting[int]("consumer.max.poll.records")
     exactly_once_source_support = Setting[str]("exactly.once.source.support")
+    python_switch_interval_us = Setting[int]("python.switch.interval.us")
 
     def __init__(self, originals: Mapping[str, Any], definition: ConfigDef | None = None) -> None:
         super().__init__(definition or self.DEFINITION, originals)
+
+    @property
+    def streaming_state_root(self) -> str:
+        """Where streaming sink connectors keep their state (an absolute path): ``streaming.state.dir``, or
+        by default with the worker's own state, so two workers started in one folder never share it."""
+        if self.streaming_state_dir:
+            return os.path.abspath(self.streaming_state_dir)
+        if not self.uses_kafka:
+            return os.path.join(os.path.abspath(self.embedded_log_dir), STREAMING_STATE_FOLDER)
+        offsets_file = self.originals.get("offset.storage.file.filename")
+        if offsets_file:
+            return os.path.join(os.path.dirname(os.path.abspath(str(offsets_file))), STREAMING_STATE_FOLDER)
+        return os.path.abspath(LEGACY_STREAMING_STATE_DIR)
 
     @property
     def exactly_once_source_enabled(self) -> bool:

@@ -50,6 +50,7 @@ from connect.api import (
     Task,
 )
 from connect.api.version import distribution_version
+from plugins.file.changes import file_change_watcher
 
 __all__ = ["FileStreamSourceConnector", "FileStreamSourceTask"]
 
@@ -90,7 +91,7 @@ CONFIG_DEF = (
 
 _CHUNK = 1 << 20  # large reads keep syscalls and bytes copies per line negligible
 _MAX_WAIT = 1.0  # how long an idle poll waits before returning nothing
-_RECHECK = 0.05  # how often an idle poll looks for new data
+_RECHECK = 0.05  # how often an idle poll looks for new data when the file's changes cannot be watched
 
 
 def _version() -> str:
@@ -192,6 +193,7 @@ class FileStreamSourceTask(SourceTask):
         self._warned_missing = False
         self._stopping = threading.Event()
         self._lock = threading.Lock()  # stop() closes the file; never while poll() reads it
+        self._changed: threading.Event | None = None  # set by the FileChangeWatcher; None: look on a timer
 
     def version(self) -> str:
         return _version()
@@ -210,9 +212,15 @@ class FileStreamSourceTask(SourceTask):
             log.info("FileStreamSourceTask reading stdin into topic %s", self._topic)
         else:
             self._partition = {FILENAME_FIELD: self._filename}
+            self._changed = file_change_watcher().subscribe(self._filename)
 
     def stop(self) -> None:
         self._stopping.set()
+        changed, self._changed = self._changed, None
+        if changed is not None:
+            changed.set()  # a poll waiting for a change returns now
+            assert self._filename is not None
+            file_change_watcher().unsubscribe(self._filename, changed)
         with self._lock:
             self._close()
 
@@ -220,6 +228,9 @@ class FileStreamSourceTask(SourceTask):
         """The next complete lines; after up to a second without any, None. Returns at once on stop()."""
         deadline: float | None = None
         while not self._stopping.is_set():
+            changed = self._changed
+            if changed is not None:
+                changed.clear()  # before reading: a write from now on wakes the wait below
             with self._lock:
                 if self._stopping.is_set():
                     break
@@ -231,7 +242,10 @@ class FileStreamSourceTask(SourceTask):
                 deadline = now + _MAX_WAIT
             if now >= deadline:
                 break
-            self._stopping.wait(min(_RECHECK, deadline - now))
+            if changed is not None:
+                changed.wait(deadline - now)  # stop() sets it too
+            else:
+                self._stopping.wait(min(_RECHECK, deadline - now))
         return None
 
     # --- reading -------------------------------------------------------------------------------

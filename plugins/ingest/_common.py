@@ -3,11 +3,15 @@ task thread, and acknowledgement of records once the log has them.
 
 Network threads (cheroot's pool, the asyncio loop) parse input and hand it over; the task thread takes
 it in ``poll``. Stream sources ``offer`` SourceRecords (some carry a parse-error header). A source that
-acknowledges its senders (HttpSource) ``offer_events`` log event values with a ``Ticket``: ``poll`` joins
-the queued requests into one ``SourceRecordBatch``, which the runtime converts and appends in bulk, and
-the runtime calls ``commit_batch`` once the log acknowledged every record of it (on the embedded log,
-once the batch is written to the segment file, which survives kill -9); that completes the tickets of
-every request in the batch.
+acknowledges its senders passes a ``Ticket``, completed once the log has every record of it (on the
+embedded log, once the batch is written to the segment file, which survives kill -9), in one of two ways:
+
+- log event values (HttpSource) go through ``offer_events``: ``poll`` joins the queued requests into one
+  ``SourceRecordBatch``, which the runtime converts and appends in bulk, and its ``commit_batch`` for the
+  batch completes the ticket of every request in it;
+- records that need more than a SourceRecordBatch holds (headers: FlumeAvroSource) go through ``offer``
+  with a ticket, in a task that also inherits ``AcknowledgesRecords``: the runtime then sends each record
+  with its own delivery callback and calls ``commit_record`` for it (Kafka Connect's ``commitRecord``).
 """
 
 from __future__ import annotations
@@ -129,16 +133,21 @@ def base_config(schemes: Sequence[str], default_listener: str, what: str) -> Con
 
 
 class Ticket:
-    """One acknowledged request: done once the log acknowledged the batch (or batches) holding its events."""
+    """One acknowledged request: done when the log acknowledged each of its ``count`` records."""
 
-    __slots__ = ("done", "failed")
+    __slots__ = ("remaining", "done", "failed")
 
-    def __init__(self) -> None:
+    def __init__(self, count: int) -> None:
+        self.remaining = count
         self.done = threading.Event()
         self.failed: str | None = None
+        if count == 0:
+            self.done.set()
 
-    def ack(self) -> None:
-        self.done.set()
+    def ack(self, n: int = 1) -> None:
+        self.remaining -= n
+        if self.remaining <= 0:
+            self.done.set()
 
     def fail(self, reason: str) -> None:
         self.failed = reason
@@ -225,12 +234,15 @@ class QueueingSourceTask(SourceTask):
         self.max_event_bytes = 1 << 20
         self._max_pending = 100_000
         self._batch_size = 5000
-        # (log event values, their request's ticket) from offer_events, or (SourceRecords, None) from offer
+        # (log event values, their request's ticket, True) from offer_events; (SourceRecords, ticket, False)
+        # from offer
         self._queue: collections.deque[tuple[list[Any], Ticket | None, bool]] = collections.deque()
         self._queued = 0
         self._cond = threading.Condition()
-        # id(polled batch) -> (the batch, kept alive; the tickets of its requests), until commit_batch
-        self._waiting: dict[int, tuple[SourceRecordBatch, list[Ticket]]] = {}
+        # id(polled batch) -> (the batch, kept alive; (ticket, its events in the batch)...), until commit_batch
+        self._waiting: dict[int, tuple[SourceRecordBatch, list[tuple[Ticket, int]]]] = {}
+        # id(polled record) -> (the record, kept alive; its ticket), until commit_record (AcknowledgesRecords)
+        self._waiting_records: dict[int, tuple[SourceRecord, Ticket]] = {}
         self._waiting_lock = threading.Lock()
         self._stopping = threading.Event()
         self.counters = Counters()
@@ -251,9 +263,16 @@ class QueueingSourceTask(SourceTask):
     def stopping(self) -> bool:
         return self._stopping.is_set()
 
-    def offer(self, records: list[SourceRecord], wait: float = 0.0) -> bool:
-        """Queue records for the log; False (nothing queued) when the queue is full for ``wait`` s or stopping."""
-        return self._put(records, None, False, wait)
+    def offer(self, records: list[SourceRecord], ticket: Ticket | None = None, wait: float = 0.0) -> bool:
+        """Queue records for the log; False (nothing queued) when the queue is full for ``wait`` s or stopping.
+
+        A ticket is completed record by record, through ``commit_record``: only a task that inherits
+        ``AcknowledgesRecords`` may pass one.
+        """
+        if ticket is not None and not isinstance(self, AcknowledgesRecords):
+            raise TypeError(f"{type(self).__name__} offers records with a ticket but does not acknowledge records: "
+                            "inherit AcknowledgesRecords, or offer_events")
+        return self._put(records, ticket, False, wait)
 
     def offer_events(self, events: list[Any], ticket: Ticket | None, wait: float = 0.0) -> bool:
         """Queue log event values (Structs of the log event schema) for ``topic``; ``ticket`` completes once
@@ -280,9 +299,10 @@ class QueueingSourceTask(SourceTask):
 
     def poll(self) -> list[SourceRecord] | SourceRecordBatch | None:
         # acknowledgements are served by the runtime between polls, so wait briefly while any are due
-        timeout = 0.001 if self._waiting else 0.5
+        timeout = 0.001 if self._waiting or self._waiting_records else 0.5
         taken: list[Any] = []
-        tickets: list[Ticket] = []
+        tickets: list[tuple[Ticket, int]] = []  # of event values: each request's ticket and its count
+        record_tickets: list[tuple[list[SourceRecord], Ticket]] = []  # of records: acknowledged one by one
         events = False
         with self._cond:
             if not self._queue and not self._stopping.is_set():
@@ -296,11 +316,19 @@ class QueueingSourceTask(SourceTask):
                     self._queued -= len(items)
                     taken.extend(items)
                     if ticket is not None:
-                        tickets.append(ticket)
+                        if events:
+                            tickets.append((ticket, len(items)))
+                        else:
+                            record_tickets.append((items, ticket))
                 self._cond.notify_all()  # room for blocked offers
         if not taken:
             return None
         if not events:
+            if record_tickets:
+                with self._waiting_lock:
+                    for records, ticket in record_tickets:
+                        for record in records:
+                            self._waiting_records[id(record)] = (record, ticket)
             return taken
         batch = SourceRecordBatch(self.topic, taken, value_schema=LOG_EVENT_SCHEMA,
                                   timestamp=int(time.time() * 1000))
@@ -313,8 +341,8 @@ class QueueingSourceTask(SourceTask):
         with self._waiting_lock:
             entry = self._waiting.pop(id(batch), None)
         if entry is not None:
-            for ticket in entry[1]:
-                ticket.ack()
+            for ticket, count in entry[1]:
+                ticket.ack(count)
 
     def stop_queue(self) -> None:
         """Refuse new input and fail every request still waiting for the log."""
@@ -326,7 +354,25 @@ class QueueingSourceTask(SourceTask):
             self._cond.notify_all()
         with self._waiting_lock:
             for _, tickets in self._waiting.values():
-                pending += tickets
+                pending += [t for t, _ in tickets]
             self._waiting.clear()
+            pending += [t for _, t in self._waiting_records.values()]
+            self._waiting_records.clear()
         for ticket in pending:
             ticket.fail("the source is stopping")
+
+
+class AcknowledgesRecords:
+    """Mixin (first among the bases) for a QueueingSourceTask whose ``offer`` passes tickets: each polled
+    record is acknowledged on its own, as Kafka Connect's ``commitRecord``. The runtime then sends every
+    record of the task with its own delivery callback, which costs more than ``offer_events``'s batches:
+    use it only for records a SourceRecordBatch cannot hold (with headers)."""
+
+    _waiting_lock: threading.Lock
+    _waiting_records: dict[int, tuple[SourceRecord, Ticket]]
+
+    def commit_record(self, record: SourceRecord, metadata: Any) -> None:
+        with self._waiting_lock:
+            entry = self._waiting_records.pop(id(record), None)
+        if entry is not None:
+            entry[1].ack()

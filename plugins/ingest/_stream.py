@@ -169,15 +169,9 @@ class StreamSourceTask(QueueingSourceTask):
     # --- TCP ---------------------------------------------------------------------------------------------------
 
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peername = writer.get_extra_info("peername")
-        peer = f"{peername[0]}:{peername[1]}" if peername else "?"
-        if len(self._connections) >= self._max_connections:
-            self.counters.add("refused_connections")
-            self.warn.warning("%s refused a connection from %s: already %d open (max.connections)", self.name,
-                              peer, len(self._connections))
-            writer.close()
+        peer = self.admit(writer)
+        if peer is None:
             return
-        self._connections.add(writer)
         framer = self.framer()
         try:
             while not self.stopping:
@@ -195,6 +189,28 @@ class StreamSourceTask(QueueingSourceTask):
         finally:
             self._connections.discard(writer)
             writer.close()
+
+    def admit(self, writer: asyncio.StreamWriter) -> str | None:
+        """The peer's address once a new connection is admitted; None (closed) beyond ``max.connections``.
+        An admitted connection's handler discards its writer from ``connections`` when it ends."""
+        peername = writer.get_extra_info("peername")
+        peer = f"{peername[0]}:{peername[1]}" if peername else "?"
+        if len(self._connections) >= self._max_connections:
+            self.counters.add("refused_connections")
+            self.warn.warning("%s refused a connection from %s: already %d open (max.connections)", self.name,
+                              peer, len(self._connections))
+            writer.close()
+            return None
+        self._connections.add(writer)
+        return peer
+
+    @property
+    def connections(self) -> set[asyncio.StreamWriter]:
+        return self._connections
+
+    @property
+    def idle_timeout(self) -> float:
+        return self._idle
 
     async def _deliver(self, frames: list[bytes | Exception], peer: str) -> None:
         records: list[SourceRecord] = []

@@ -346,7 +346,7 @@ class HttpSourceTask(QueueingSourceTask):
                 self.counters.add("rejected_oversized_events")
             self._warn.warning("%s refused a request from %s: %s", self.name, peer, exc)
             return self._answer(start_response, "400 Bad Request", {"error": str(exc)})
-        ticket = Ticket()
+        ticket = Ticket(len(events))
         if not self.offer_events(events, ticket):
             self.counters.add("rejected_busy")
             return self._busy(start_response, "too many events waiting for the log" if not self.stopping

@@ -137,3 +137,11 @@ def test_stopping_fails_the_requests_of_a_batch_the_log_has_not_acknowledged():
     assert answers[0].status_code == 503 and "the source is stopping" in answers[0].json()["error"]
     task.commit_batch(batch)  # an acknowledgement after the stop changes nothing
     assert not task._waiting
+
+
+def test_a_ticket_with_records_needs_per_record_acknowledgement():
+    from plugins.ingest._common import Ticket
+    from plugins.ingest.tcp_json import TcpJsonSourceTask
+
+    with pytest.raises(TypeError, match="AcknowledgesRecords"):
+        TcpJsonSourceTask().offer([], Ticket(0))

@@ -121,7 +121,7 @@ def test_access_log_line_per_request(caplog: pytest.LogCaptureFixture) -> None:
         httpx.get(f"{server.url}/connectors/missing", timeout=10)
     lines = [r.getMessage() for r in caplog.records if r.name == "rest.access"]
     assert len(lines) == 2
-    assert '"GET /connectors?expand=status HTTP/1.1" 200 3 "probe/1"' in lines[0]
+    assert '"GET /connectors?expand=status HTTP/1.1" 200 2 "probe/1"' in lines[0]
     assert lines[0].startswith("127.0.0.1 ") and lines[0].endswith("ms")
     assert '"GET /connectors/missing HTTP/1.1" 404 ' in lines[1]
 

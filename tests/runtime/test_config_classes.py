@@ -3,6 +3,7 @@ defaults, types, and bad values refused naming the key and the reason."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -40,7 +41,9 @@ def test_worker_defaults_are_kafka_connects():
     assert config.client_config_override_policy.name == "All"
     assert config.converter_class("header.converter").endswith(".SimpleHeaderConverter")
     assert config.bootstrap_servers == [] and not config.uses_kafka
-    assert config.embedded_log_dir == "./headrace-data" and config.streaming_state_dir == "headrace-state"
+    assert config.embedded_log_dir == "./headrace-data" and config.streaming_state_dir == ""
+    # streaming state lives with the worker's own state unless streaming.state.dir says otherwise
+    assert config.streaming_state_root == os.path.abspath("./headrace-data/streaming-state")
 
 
 def test_worker_values_are_typed():

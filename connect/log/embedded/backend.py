@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from connect.log.api import Admin, Consumer, LogBackend, LogError, LogReader, Producer, read_committed_of
@@ -40,12 +40,20 @@ from connect.log.embedded.dirlock import DirectoryLock
 from connect.log.embedded.groups import GroupOffsetStore
 from connect.log.embedded.producer import EmbeddedProducer
 from connect.log.embedded.range_reader import EmbeddedLogReader
-from connect.log.embedded.signals import signals_for
+from connect.log.embedded.signals import DirSignals, signals_for
 from connect.log.embedded.topics import TopicStore
 from connect.log.embedded.transactional_producer import TransactionalEmbeddedProducer
 from connect.log.embedded.transactions import TransactionCoordinator
 
 log = logging.getLogger(__name__)
+
+
+def _announced(signal: Callable[..., None], signals: DirSignals) -> Callable[..., None]:
+    """``signal`` in this process, and the directory's marker touched for a process that owns it."""
+    def both(*args: Any) -> None:
+        signal(*args)
+        signals.announce_append()
+    return both
 
 
 class EmbeddedBackend(LogBackend):
@@ -62,8 +70,13 @@ class EmbeddedBackend(LogBackend):
         try:
             signals = signals_for(self.log_dir)
             self._signals = signals
-            self._store = TopicStore(self.log_dir, self._worker_config, signals.topics_changed,
-                                     signals.data_appended, read_only=read_only)
+            if owner:
+                on_topics, on_append = signals.topics_changed, signals.data_appended
+            else:
+                # the owner, if one runs in another process, hears of these through the directory's marker
+                on_topics, on_append = _announced(signals.topics_changed, signals), _announced(signals.data_appended,
+                                                                                             signals)
+            self._store = TopicStore(self.log_dir, self._worker_config, on_topics, on_append, read_only=read_only)
             durable = client_bool(self._worker_config, "embedded.log.fsync", False)
             self._offsets = GroupOffsetStore(self.log_dir, durable=durable, read_only=read_only)
             self._transactions = TransactionCoordinator(self.log_dir, self._store.partition_log,
@@ -88,6 +101,8 @@ class EmbeddedBackend(LogBackend):
             self._cleaner.start()
         self._clients: weakref.WeakSet[Producer | Consumer] = weakref.WeakSet()
         self._closed = False
+        if owner:
+            signals.owner_opened()
 
     def producer(self, config: Mapping[str, Any] | None = None) -> Producer:
         if self.read_only:
@@ -132,4 +147,5 @@ class EmbeddedBackend(LogBackend):
         self._store.close()
         self._offsets.close()
         if self._owner_lock is not None:
+            self._signals.owner_closed()
             self._owner_lock.release()

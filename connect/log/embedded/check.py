@@ -37,7 +37,7 @@ class CheckReport:
     gaps: list[LogGap] = attrs.field(factory=list)  # recorded earlier by recovery or repair
 
 
-def _noop() -> None:
+def _noop(*_: object) -> None:
     pass
 
 

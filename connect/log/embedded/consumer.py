@@ -48,14 +48,14 @@ from connect.log.embedded.groups import GroupOffsetStore
 from connect.log.embedded.partition import OffsetOutOfRange, PartitionLog
 from connect.log.embedded.reader import PartitionReader
 from connect.log.embedded.signals import DirSignals
-from connect.log.embedded.topics import TopicStore, topic_partition_counts
+from connect.log.embedded.topics import TopicStore, cached_topic_partition_counts
 from connect.log.embedded.txn_filter import TransactionFilter
 
 log = logging.getLogger(__name__)
 
-# A waiting poll is woken at once by appends of this process; for those of
-# other processes it looks again after a pause that grows while the log stays
-# idle, from 2 ms up to 25 ms, so idle consumers cost little.
+# A waiting poll is woken by appends to the topics it reads (see signals.py). In a process that does not
+# own the directory, appends of the owner come unannounced: there it looks again after a pause that grows
+# while the log stays idle, from 2 ms up to 25 ms.
 _MIN_IDLE_WAIT_S = 0.002
 _MAX_IDLE_WAIT_S = 0.025
 
@@ -157,6 +157,10 @@ class EmbeddedConsumer(Consumer):
         self._leave: weakref.finalize | None = None
         self._listener: RebalanceListener | None = None
         self._closed = False
+        self._waiter = signals.waiter()
+        self._release_waiter = weakref.finalize(self, signals.release, self._waiter)
+        self._woken = False
+        self._wanted_topics: frozenset[str] = frozenset()
 
     # -- assignment ------------------------------------------------------------
 
@@ -181,17 +185,22 @@ class EmbeddedConsumer(Consumer):
         self._listener = listener
         coord = self._coordinator()
         if self._member_id is None:
-            self._member_id = coord.join(topics, compiled)
+            self._member_id = coord.join(topics, compiled, self._waiter)
             # a consumer dropped without close() must not hold its partitions forever
             self._leave = weakref.finalize(self, coord.leave, self._member_id)
         else:
             coord.resubscribe(self._member_id, topics, compiled)
         self._subscribed = True
+        # woken when these topics are created, or any topic is for a pattern
+        self._wanted_topics = frozenset(topics or ())
+        self._signals.watch(self._waiter, self._wanted_topics | {tp.topic for tp in self._parts}, compiled is not None)
 
     def _coordinator(self) -> GroupCoordinator:
         if self._coord is None:
             root = self._store.root
-            self._coord = coordinator_for(root, self._group or "", lambda: topic_partition_counts(root),
+            signals = self._signals
+            self._coord = coordinator_for(root, self._group or "",
+                                          lambda: cached_topic_partition_counts(root, signals.topics_version),
                                           self._signals, self._metadata_interval)
         return self._coord
 
@@ -332,20 +341,41 @@ class EmbeddedConsumer(Consumer):
     def poll(self, timeout: float, max_records: int = 500) -> list[FetchedBatch]:
         self._check_open()
         deadline = time.monotonic() + max(0.0, timeout)
+        event = self._waiter.event
         while True:
-            seq = self._signals.data_seq
+            event.clear()  # before looking: an append from now on wakes the wait below
             if self._subscribed:
                 self._sync_group()
             self._maybe_auto_commit()
+            topics = self._wanted_topics.union(tp.topic for tp in self._parts)
+            if self._waiter.topics != topics:
+                self._signals.watch(self._waiter, topics, self._waiter.any_topic)
             out = self._fetch(max(1, max_records))
             if out:
                 self._idle_wait = _MIN_IDLE_WAIT_S
                 return out
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or self._take_wakeup():
                 return out
-            self._signals.wait(seq, min(remaining, self._idle_wait))
-            self._idle_wait = min(self._idle_wait * 2, _MAX_IDLE_WAIT_S)
+            if self._signals.needs_polling:
+                event.wait(min(remaining, self._idle_wait))
+                self._idle_wait = min(self._idle_wait * 2, _MAX_IDLE_WAIT_S)
+            else:
+                event.wait(remaining)
+            if self._take_wakeup():
+                return []
+
+    def wakeup(self) -> bool:
+        """A poll under way (or the next one) returns at once, with no records."""
+        self._woken = True
+        self._waiter.event.set()
+        return True
+
+    def _take_wakeup(self) -> bool:
+        if self._woken:
+            self._woken = False
+            return True
+        return False
 
     def _fetch(self, budget: int) -> list[FetchedBatch]:
         states = [st for st in self._parts.values() if not st.paused]
@@ -456,3 +486,4 @@ class EmbeddedConsumer(Consumer):
                 self._member_id = None
             self._parts = {}
             self._closed = True
+            self._release_waiter()

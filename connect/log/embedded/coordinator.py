@@ -27,18 +27,19 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from connect.api.topic_partition import TopicPartition
-from connect.log.embedded.signals import DirSignals
+from connect.log.embedded.signals import DirSignals, Waiter
 
 
 class _Member:
-    __slots__ = ("owned", "pattern", "target", "topics")
+    __slots__ = ("owned", "pattern", "target", "topics", "waiter")
 
-    def __init__(self, topics: frozenset[str], pattern: re.Pattern[str] | None) -> None:
+    def __init__(self, topics: frozenset[str], pattern: re.Pattern[str] | None, waiter: Waiter | None) -> None:
         self.topics = topics
         self.pattern = pattern
+        self.waiter = waiter
         self.owned: set[TopicPartition] = set()
         self.target: set[TopicPartition] = set()
 
@@ -52,7 +53,7 @@ class GroupCoordinator:
     def __init__(
         self,
         group: str,
-        list_topics: Callable[[], dict[str, int]],
+        list_topics: Callable[[], Mapping[str, int]],
         signals: DirSignals,
         metadata_interval: float = 5.0,
     ) -> None:
@@ -63,16 +64,17 @@ class GroupCoordinator:
         self._lock = threading.Lock()
         self._members: dict[int, _Member] = {}
         self._ids = itertools.count(1)
-        self._topics: dict[str, int] = {}
+        self._topics: dict[str, int] = {}  # the topics some member wants, with their partition counts
         self._checked_at = float("-inf")
         self._topics_version = -1
 
     # -- membership -------------------------------------------------------------
 
-    def join(self, topics: Iterable[str] | None, pattern: re.Pattern[str] | None) -> int:
+    def join(self, topics: Iterable[str] | None, pattern: re.Pattern[str] | None, waiter: Waiter | None = None) -> int:
+        """A new member; ``waiter`` is woken when the member has partitions to give up or take."""
         with self._lock:
             member_id = next(self._ids)
-            self._members[member_id] = _Member(frozenset(topics or ()), pattern)
+            self._members[member_id] = _Member(frozenset(topics or ()), pattern, waiter)
             self._refresh_topics_locked(force=True)
             self._rebalance_locked()
         return member_id
@@ -116,7 +118,8 @@ class GroupCoordinator:
             m = self._members.get(member_id)
             if m is not None:
                 m.owned.difference_update(partitions)
-        self._signals.wake_all()  # the new owners may be waiting in poll
+            waiters = self._waiters_locked()
+        self._signals.wake(waiters)  # the new owners may be waiting in poll
 
     def claim_assignments(self, member_id: int) -> list[TopicPartition]:
         """Partitions now this member's that no other member still holds; they become owned."""
@@ -141,11 +144,20 @@ class GroupCoordinator:
             return False
         self._topics_version = version
         self._checked_at = now
-        topics = self._list_topics()
-        if topics == self._topics:
+        existing = self._list_topics()
+        wanted: dict[str, int] = {}
+        for m in self._members.values():
+            if m.pattern is not None:
+                wanted.update((t, n) for t, n in existing.items() if m.pattern.fullmatch(t) is not None)
+            else:
+                wanted.update((t, existing[t]) for t in m.topics if t in existing)
+        if wanted == self._topics:
             return False
-        self._topics = topics
+        self._topics = wanted
         return True
+
+    def _waiters_locked(self) -> list[Waiter]:
+        return [m.waiter for m in self._members.values() if m.waiter is not None]
 
     def _rebalance_locked(self) -> None:
         members = sorted(self._members)
@@ -161,7 +173,7 @@ class GroupCoordinator:
                 turn += 1
         for mid in members:
             self._members[mid].target = targets[mid]
-        self._signals.wake_all()
+        self._signals.wake(self._waiters_locked())
 
 
 _registry: dict[tuple[str, str], GroupCoordinator] = {}
@@ -169,7 +181,7 @@ _registry_lock = threading.Lock()
 
 
 def coordinator_for(
-    root: str, group: str, list_topics: Callable[[], dict[str, int]], signals: DirSignals,
+    root: str, group: str, list_topics: Callable[[], Mapping[str, int]], signals: DirSignals,
     metadata_interval: float = 5.0,
 ) -> GroupCoordinator:
     key = (os.path.realpath(root), group)

@@ -36,7 +36,7 @@ __all__ = ["EmbeddedLogReader"]
 log = logging.getLogger(__name__)
 
 
-def _nothing() -> None:
+def _nothing(*_: object) -> None:
     pass
 
 

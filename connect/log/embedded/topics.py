@@ -19,12 +19,14 @@ from __future__ import annotations
 import base64
 import builtins
 import contextlib
+import functools
 import json
 import logging
 import os
 import re
 import shutil
 import threading
+import types
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -104,6 +106,28 @@ def topic_partition_counts(root: str) -> dict[str, int]:
     return out
 
 
+_counts_lock = threading.Lock()
+_counts: dict[str, tuple[tuple[int, int], Mapping[str, int]]] = {}
+
+
+def cached_topic_partition_counts(root: str, version: int) -> Mapping[str, int]:
+    """``topic_partition_counts``, read again only when ``version`` (this process's count of topic changes)
+    or the directory's modification time moved: a thousand consumer groups then share one read of the
+    topics instead of each reading every topic's metadata. Read-only: the mapping is shared."""
+    try:
+        key = (version, os.stat(root).st_mtime_ns)
+    except OSError:
+        return topic_partition_counts(root)
+    with _counts_lock:
+        hit = _counts.get(root)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+    counts = types.MappingProxyType(topic_partition_counts(root))
+    with _counts_lock:
+        _counts[root] = (key, counts)
+    return counts
+
+
 def new_cluster_id() -> str:
     # Kafka's form: a random UUID as URL-safe base64 without padding
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -117,8 +141,8 @@ class TopicStore:
     a writer does; otherwise only on their first append.
     """
 
-    def __init__(self, root: str, worker_config: Mapping[str, Any], on_topics_changed: Callable[[], None],
-                 on_append: Callable[[], None], read_only: bool = False, recover: bool = True) -> None:
+    def __init__(self, root: str, worker_config: Mapping[str, Any], on_topics_changed: Callable[[str], None],
+                 on_append: Callable[[str], None], read_only: bool = False, recover: bool = True) -> None:
         self.root = root
         self.read_only = read_only
         self._recover = recover and not read_only
@@ -196,7 +220,8 @@ class TopicStore:
             if not os.path.isdir(directory):
                 self._meta.pop(topic, None)
                 raise UnknownTopicError(f"Unknown topic {topic!r}")
-            plog = PartitionLog(directory, tp, self.topic_config(meta), self._on_append, recover=self._recover)
+            plog = PartitionLog(directory, tp, self.topic_config(meta), functools.partial(self._on_append, topic),
+                                recover=self._recover)
             self._logs[tp] = plog
             return plog
 
@@ -235,7 +260,7 @@ class TopicStore:
             atomic_write(os.path.join(self.root, name + META_SUFFIX), json.dumps(meta, indent=1).encode())
         self._meta.pop(name, None)
         log.info("Created topic %s with %d partition(s) and configs %s", name, partitions, str_configs or "{}")
-        self._on_topics_changed()
+        self._on_topics_changed(name)
         return True
 
     def delete(self, name: str) -> None:
@@ -250,7 +275,7 @@ class TopicStore:
             self._remove_orphan_partitions(name)
         self.forget(name)
         log.info("Deleted topic %s (%d partition(s))", name, meta.partitions)
-        self._on_topics_changed()
+        self._on_topics_changed(name)
 
     def _remove_orphan_partitions(self, name: str) -> None:
         pattern = re.compile(re.escape(name) + r"-\d+")

@@ -1,0 +1,370 @@
+"""``headrace flume-agent --conf-file flume.conf --name a1``: run a Flume agent's properties file on Headrace.
+
+The agent's parts become Headrace connectors on one standalone worker:
+
+- each source becomes a source connector writing to the topic ``<agent>.<source>``;
+- a channel is the topics of the sources that feed it: ``memory`` and ``file`` channels alike become the
+  worker's log, which is durable (a memory channel no longer loses events on a crash); a replicating
+  selector needs nothing more, since every sink reads with its own consumer group;
+- each sink becomes a sink connector reading its channel's topics;
+- a ``static`` interceptor becomes an ``InsertHeader`` transform.
+
+Every key of the agent is either translated or refused at start with one line naming it and what to use
+instead: nothing is ignored silently. ``--print-connectors`` prints the derived configs (JSON, one
+connector per object) and exits, for moving off the Flume format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from connect.cli.exit import CliError
+
+__all__ = ["AgentTranslation", "add_parser", "translate"]
+
+BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
+JSON = "org.apache.kafka.connect.json.JsonConverter"
+
+# keys that tune Flume's own channel implementation; the log takes their place
+_CHANNEL_KEYS = {
+    "memory": {"capacity", "transactionCapacity", "keep-alive", "byteCapacity", "byteCapacityBufferPercentage"},
+    "file": {"checkpointDir", "dataDirs", "capacity", "transactionCapacity", "checkpointInterval", "maxFileSize",
+             "minimumRequiredSpace", "useDualCheckpoints", "backupCheckpointDir", "keep-alive", "checkpointOnClose"},
+}
+
+
+class AgentTranslation:
+    """The worker config and the connector configs derived from one agent."""
+
+    def __init__(self, agent: str) -> None:
+        self.agent = agent
+        self.connectors: list[dict[str, str]] = []
+        self.problems: list[str] = []
+
+    def refuse(self, key: str, value: str, instead: str) -> None:
+        self.problems.append(f"{key} = {value}: {instead}")
+
+
+def _split(value: str | None) -> list[str]:
+    return [v for v in re.split(r"\s+", (value or "").strip()) if v]
+
+
+class _Component:
+    """The keys of one source, channel or sink: read ones are marked; the rest are refused at the end."""
+
+    def __init__(self, props: Mapping[str, str], prefix: str, out: AgentTranslation) -> None:
+        self.prefix = prefix
+        self.keys = {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
+        self.used: set[str] = set()
+        self.out = out
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        self.used.add(key)
+        return self.keys.get(key, default)
+
+    def accept(self, *keys: str) -> None:
+        self.used.update(keys)
+
+    def refuse_rest(self, what: str) -> None:
+        for key in sorted(set(self.keys) - self.used):
+            self.out.refuse(self.prefix + key, self.keys[key], f"not a key Headrace knows for {what}; "
+                            "remove it (check its spelling against the Flume User Guide) or see the README's "
+                            "Flume section for what is supported")
+
+
+def _listener(c: _Component, scheme: str, default_port: str | None = None) -> str:
+    bind = c.get("bind", "0.0.0.0") or "0.0.0.0"
+    port = c.get("port", default_port)
+    if not port or not port.isdigit():
+        c.out.refuse(c.prefix + "port", port or "(missing)", "a source needs a numeric port")
+        port = "0"
+    return f"{scheme}://{bind}:{port}"
+
+
+def _avro(c: _Component, conn: dict[str, str]) -> None:
+    conn["connector.class"] = "FlumeAvroSource"
+    conn["listeners"] = _listener(c, "tcp")
+    conn["compression.type"] = c.get("compression-type", "none") or "none"
+    level = c.get("compression-level")
+    if level:
+        conn["compression.level"] = level
+    c.accept("threads")  # one event loop serves every connection
+    ssl = c.get("ssl", "false")
+    if ssl and ssl.lower() == "true":
+        c.out.refuse(c.prefix + "ssl", ssl, "TLS on the Avro source is not supported yet; put a TLS proxy "
+                     "(stunnel, HAProxy) in front of it")
+    conn["value.converter"] = BYTES
+
+
+def _http(c: _Component, conn: dict[str, str]) -> None:
+    conn["connector.class"] = "HttpSource"
+    conn["listeners"] = _listener(c, "http")
+    handler = c.get("handler", "org.apache.flume.source.http.JSONHandler")
+    if handler != "org.apache.flume.source.http.JSONHandler":
+        c.out.refuse(c.prefix + "handler", str(handler), "only Flume's JSONHandler format is read (HttpSource also "
+                     "takes NDJSON and single JSON objects)")
+    conn["value.converter"] = JSON
+    conn["value.converter.schemas.enable"] = "false"
+
+
+def _syslog(scheme: str) -> Callable[[_Component, dict[str, str]], None]:
+    def build(c: _Component, conn: dict[str, str]) -> None:
+        conn["connector.class"] = "SyslogSource"
+        conn["listeners"] = _listener(c, scheme)
+        conn["value.converter"] = JSON
+        conn["value.converter.schemas.enable"] = "false"
+    return build
+
+
+def _taildir(c: _Component, conn: dict[str, str]) -> None:
+    conn["connector.class"] = "TailDirSource"
+    groups = _split(c.get("filegroups"))
+    if len(groups) != 1:
+        c.out.refuse(c.prefix + "filegroups", " ".join(groups) or "(missing)",
+                     "one file group per source: give each group a source of its own")
+        return
+    path = c.get(f"filegroups.{groups[0]}") or ""
+    directory, _, pattern = path.rpartition("/")
+    # Flume's file part is a regex; only names with .* wildcards read the same as a glob
+    if not directory or not re.fullmatch(r"(?:[\w\-]|\.\*|\.)+", pattern):
+        c.out.refuse(c.prefix + f"filegroups.{groups[0]}", path, "only a directory and a file name with .* "
+                     "wildcards can be translated; use TailDirSource's directory and file.pattern (a glob)")
+        return
+    glob = pattern.replace(".*", "*")
+    conn["directory"] = directory
+    conn["file.pattern"] = glob
+    c.accept("positionFile", "batchSize", "writePosInterval", "fileHeader")  # offsets live in the worker
+    conn["value.converter"] = JSON
+    conn["value.converter.schemas.enable"] = "false"
+
+
+_SOURCES: dict[str, Callable[[_Component, dict[str, str]], None]] = {
+    "avro": _avro, "org.apache.flume.source.AvroSource": _avro,
+    "http": _http, "org.apache.flume.source.http.HTTPSource": _http,
+    "syslogtcp": _syslog("tcp"), "syslogudp": _syslog("udp"),
+    "TAILDIR": _taildir, "taildir": _taildir,
+}
+_MISSING_SOURCES = {
+    "exec": "Headrace has no exec source (Flume's has no delivery guarantee either); have the command write "
+            "to a file and tail it with a TAILDIR source",
+    "netcat": "Headrace has no netcat source; send JSON lines to TcpJsonSource, or syslog to a syslogtcp source",
+    "spooldir": "Headrace has no spooling-directory source; tail the directory with a TAILDIR source",
+    "thrift": "Headrace speaks Flume's Avro RPC, not Thrift; point the client at an avro source",
+}
+
+
+def _file_roll(c: _Component, conn: dict[str, str]) -> None:
+    conn["connector.class"] = "FileRollSink"
+    directory = c.get("sink.directory")
+    if not directory:
+        c.out.refuse(c.prefix + "sink.directory", "(missing)", "file_roll needs sink.directory")
+    conn["directory"] = directory or ""
+    conn["roll.interval.ms"] = str(int(c.get("sink.rollInterval", "30") or "30") * 1000)
+    serializer = c.get("sink.serializer", "TEXT")
+    if serializer != "TEXT":
+        c.out.refuse(c.prefix + "sink.serializer", str(serializer), "only TEXT (each body as a line) is written")
+    c.accept("batchSize")
+
+
+def _logger(c: _Component, conn: dict[str, str]) -> None:
+    conn["connector.class"] = "LoggerSink"
+    size = c.get("maxBytesToLog")
+    if size:
+        conn["max.body.bytes"] = size
+
+
+_SINKS: dict[str, Callable[[_Component, dict[str, str]], None]] = {
+    "file_roll": _file_roll, "logger": _logger,
+}
+_MISSING_SINKS = {
+    "hdfs": "not translated yet; run an HdfsSparkSink connector on the channel's topic (see the README's Spark "
+            "sinks), or use --print-connectors for the other parts",
+    "kafka": "run Headrace on Kafka instead (-c a worker config with bootstrap.servers): every channel is then a "
+             "Kafka topic, named <agent>.<source>",
+    "avro": "send to the next hop's Headrace worker directly: give the upstream client that worker's address",
+    "null": "drop the sink: a topic nobody reads costs nothing but its retention",
+}
+
+
+def _interceptors(c: _Component, conn: dict[str, str]) -> None:
+    names = _split(c.get("interceptors"))
+    transforms: list[str] = []
+    for name in names:
+        prefix = f"interceptors.{name}."
+        kind = c.get(prefix + "type")
+        if kind == "static":
+            key = c.get(prefix + "key", "key") or "key"
+            value = c.get(prefix + "value", "value") or "value"
+            preserve = c.get(prefix + "preserveExisting", "true")
+            if preserve and preserve.lower() == "true":
+                c.out.refuse(c.prefix + prefix + "preserveExisting", preserve, "InsertHeader adds the header beside "
+                             "any the event has; set preserveExisting = false to accept that")
+            conn[f"transforms.{name}.type"] = "InsertHeader"
+            conn[f"transforms.{name}.header"] = key
+            conn[f"transforms.{name}.value.literal"] = value
+            transforms.append(name)
+        else:
+            c.out.refuse(c.prefix + prefix + "type", str(kind), "only the static interceptor is translated yet; "
+                         "use a Headrace transform (InsertHeader, Filter with a predicate, ...) on the connector "
+                         "from --print-connectors")
+    if transforms:
+        conn["transforms"] = ",".join(transforms)
+
+
+def translate(props: Mapping[str, str], agent: str) -> AgentTranslation:
+    """The Headrace connectors of agent ``agent``; ``problems`` lists every key that cannot be honoured."""
+    out = AgentTranslation(agent)
+    top = f"{agent}."
+    if not any(k.startswith(top) for k in props):
+        out.problems.append(f"no key starts with '{top}': is --name the agent's name in the file?")
+        return out
+    sources, channels, sinks = (_split(props.get(f"{agent}.{part}")) for part in ("sources", "channels", "sinks"))
+    known_prefixes = [f"{agent}.sources.", f"{agent}.channels.", f"{agent}.sinks."]
+    for key in props:
+        if key.startswith(top) and key not in (f"{agent}.sources", f"{agent}.channels", f"{agent}.sinks") \
+                and not any(key.startswith(p) for p in known_prefixes):
+            hint = ("sink groups (failover, load_balance) are not translated: one sink per channel"
+                    if key.startswith(f"{agent}.sinkgroups") else "not a part of a Flume agent config")
+            out.refuse(key, props[key], hint)
+    channel_topics: dict[str, list[str]] = {c: [] for c in channels}
+    for name in channels:
+        c = _Component(props, f"{agent}.channels.{name}.", out)
+        kind = c.get("type")
+        if kind not in _CHANNEL_KEYS:
+            out.refuse(c.prefix + "type", str(kind), "memory and file channels become topics of the worker's log; "
+                       "for a Kafka channel run Headrace on Kafka")
+            continue
+        c.accept(*_CHANNEL_KEYS[kind])
+        c.refuse_rest(f"a {kind} channel")
+    for name in sources:
+        c = _Component(props, f"{agent}.sources.{name}.", out)
+        kind = c.get("type") or ""
+        topic = f"{agent}.{name}"
+        conn = {"name": f"{agent}-{name}", "topic": topic, "producer.override.linger.ms": "0"}
+        if kind in _MISSING_SOURCES:
+            out.refuse(c.prefix + "type", kind, _MISSING_SOURCES[kind])
+            continue
+        build = _SOURCES.get(kind)
+        if build is None:
+            out.refuse(c.prefix + "type", kind or "(missing)", f"unknown source type; Headrace translates "
+                       f"{', '.join(sorted(k for k in _SOURCES if '.' not in k))}")
+            continue
+        build(c, conn)
+        targets = _split(c.get("channels"))
+        if not targets:
+            out.refuse(c.prefix + "channels", "(missing)", "a source needs channels (plural, space-separated)")
+        for channel in targets:
+            if channel not in channel_topics:
+                out.refuse(c.prefix + "channels", " ".join(targets), f"channel '{channel}' is not in {agent}.channels")
+            else:
+                channel_topics[channel].append(topic)
+        selector = c.get("selector.type", "replicating")
+        if selector != "replicating":
+            out.refuse(c.prefix + "selector.type", str(selector), "only the replicating selector is translated; "
+                       "route by header with a Filter transform and HasHeaderKey predicate per sink instead")
+        _interceptors(c, conn)
+        c.refuse_rest(f"a {kind} source")
+        out.connectors.append(conn)
+    readers: dict[str, str] = {}
+    for name in sinks:
+        c = _Component(props, f"{agent}.sinks.{name}.", out)
+        kind = c.get("type") or ""
+        channel = c.get("channel") or ""
+        if kind in _MISSING_SINKS:
+            out.refuse(c.prefix + "type", kind, _MISSING_SINKS[kind])
+            continue
+        build = _SINKS.get(kind)
+        if build is None:
+            out.refuse(c.prefix + "type", kind or "(missing)", "unknown sink type; Headrace translates "
+                       + ", ".join(sorted(_SINKS)))
+            continue
+        if channel not in channel_topics:
+            out.refuse(c.prefix + "channel", channel or "(missing)", f"a sink reads one channel (singular) of "
+                       f"{agent}.channels")
+            continue
+        if channel in readers:
+            out.refuse(c.prefix + "channel", channel, f"{readers[channel]} reads {channel} already: in Flume two "
+                       "sinks share a channel's events, here each would get all of them; give each sink its own "
+                       "channel (the source's replicating selector feeds both)")
+            continue
+        readers[channel] = name
+        if not channel_topics[channel]:
+            out.refuse(c.prefix + "channel", channel, "no source writes to this channel")
+            continue
+        conn = {"name": f"{agent}-{name}", "topics": ",".join(channel_topics[channel]), "value.converter": BYTES}
+        build(c, conn)
+        c.refuse_rest(f"a {kind} sink")
+        out.connectors.append(conn)
+    return out
+
+
+def _load(path: str) -> dict[str, str]:
+    from connect.runtime.properties import load_config_file
+
+    try:
+        return load_config_file(path)
+    except Exception as exc:  # one line for the user, whatever the reader raised
+        raise CliError(f"cannot read {path}: {exc}") from None
+
+
+def _worker_props(args: argparse.Namespace, work: Path) -> dict[str, str]:
+    props = {
+        "embedded.log.dir": str(work / "data"),
+        "offset.storage.file.filename": str(work / "connect.offsets"),
+        "offset.flush.interval.ms": "1000",
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": BYTES,
+        "listeners": "",
+    }
+    if args.worker_config:
+        props.update(_load(args.worker_config))
+    return props
+
+
+def _write(path: Path, props: Mapping[str, str]) -> Path:
+    path.write_text("".join(f"{k}={_escape(v)}\n" for k, v in props.items()))
+    return path
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from connect.cli.exit import fail
+    from connect.logging_setup import configure_logging
+
+    translation = translate(_load(args.conf_file), args.name)
+    if translation.problems:
+        return fail("\nERROR ".join(f"{args.conf_file}: {p}" for p in translation.problems))
+    if args.print_connectors:
+        for conn in translation.connectors:
+            print(json.dumps({"name": conn["name"], "config": conn}, indent=2))
+        return 0
+    work = Path(args.work_dir or f"headrace-flume-{args.name}").resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    worker = _write(work / "worker.properties", _worker_props(args, work))
+    files = [str(_write(work / f"{c['name']}.properties", c)) for c in translation.connectors]
+    configure_logging()
+    from connect.cli.standalone import StandaloneRuntime
+
+    runtime = StandaloneRuntime(str(worker), files)
+    return runtime.run()
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("flume-agent", help="run a Flume agent's properties file as Headrace connectors")
+    p.add_argument("--conf-file", "-f", required=True, help="the Flume agent properties file")
+    p.add_argument("--name", "-n", required=True, help="the agent's name in the file (a1 in a1.sources = ...)")
+    p.add_argument("--print-connectors", action="store_true",
+                   help="print the Headrace connector configs derived from the agent, then exit")
+    p.add_argument("--work-dir", help="where the worker keeps its log and offsets (default ./headrace-flume-<name>)")
+    p.add_argument("-c", "--worker-config", help="a worker .properties file to start from (e.g. to run on Kafka)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(handler=_run)
+

@@ -1,0 +1,13 @@
+"""Flume compatibility: Flume's Avro RPC source, and the file_roll and logger sinks a Flume agent config names."""
+
+from plugins.flume.avro_source import FlumeAvroSourceConnector, FlumeAvroSourceTask
+from plugins.flume.sinks import FileRollSinkConnector, FileRollSinkTask, LoggerSinkConnector, LoggerSinkTask
+
+__all__ = [
+    "FileRollSinkConnector",
+    "FileRollSinkTask",
+    "FlumeAvroSourceConnector",
+    "FlumeAvroSourceTask",
+    "LoggerSinkConnector",
+    "LoggerSinkTask",
+]

@@ -1,0 +1,250 @@
+"""FlumeAvroSource on a real socket with this test playing the runtime: the Netty framing, the handshake, OK
+only after the log acknowledged every event, FAILED when it does not, deflate, and bad input refused with a
+reason. Flume's own Java clients are in tests/e2e/test_flume_clients.py."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+
+import pytest
+
+from connect.api import OffsetStorageReader, SourceTaskContext
+from plugins.flume import avro_ipc as ipc
+from plugins.flume.avro_source import FlumeAvroSourceTask
+from tests.flume_support import (
+    AvroClient,
+    call,
+    frame,
+    handshake,
+    other_protocol,
+    read_call_response,
+    read_handshake_response,
+)
+from tests.support import free_port, wait_until
+
+
+class _Offsets(OffsetStorageReader):
+    def offset(self, partition):
+        return None
+
+
+class _Context(SourceTaskContext):
+    def __init__(self, configs):
+        self._configs = configs
+
+    def configs(self):
+        return self._configs
+
+    def offset_storage_reader(self):
+        return _Offsets()
+
+
+class _Runtime:
+    """Plays the worker: polls the task and acknowledges every record, as the log's delivery callback does."""
+
+    def __init__(self, task: FlumeAvroSourceTask, acknowledge: bool = True) -> None:
+        self.task = task
+        self.records: list = []
+        self.acknowledge = acknowledge
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for record in self.task.poll() or []:
+                self.records.append(record)
+                if self.acknowledge:
+                    self.task.commit_record(record, None)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+@pytest.fixture
+def source():
+    started: list[tuple[FlumeAvroSourceTask, _Runtime]] = []
+
+    def start(acknowledge: bool = True, **props: str) -> tuple[FlumeAvroSourceTask, _Runtime, int]:
+        port = free_port()
+        config = {"name": "flume-in", "topic": "flume", "listeners": f"tcp://127.0.0.1:{port}", **props}
+        task = FlumeAvroSourceTask()
+        task.initialize(_Context(config))
+        task.start(config)
+        runtime = _Runtime(task, acknowledge)
+        started.append((task, runtime))
+        return task, runtime, port
+
+    yield start
+    for task, runtime in started:
+        task.stop()
+        runtime.stop()
+
+
+EVENTS = [{"headers": {"seq": "1", "timestamp": "1700000000123", "city": "Zürich"}, "body": b"one"},
+          {"headers": {}, "body": b"\x00\xffbinary"}]
+
+
+def test_append_batch_is_ok_once_acknowledged_with_headers_body_and_timestamp(source):
+    task, runtime, port = source()
+    client = AvroClient(port)
+    try:
+        assert client.append_batch(EVENTS, first=True) == (False, "OK")
+        # the second call carries no handshake: the connection is stateful
+        assert client.append_batch([{"headers": {"seq": "3"}, "body": b"three"}]) == (False, "OK")
+    finally:
+        client.close()
+    first = runtime.records[0]
+    assert first.value == b"one" and first.timestamp == 1700000000123 and first.topic == "flume"
+    assert {h.key: h.value for h in first.headers} == {"seq": "1", "timestamp": "1700000000123", "city": "Zürich"}
+    assert runtime.records[1].value == b"\x00\xffbinary" and len(list(runtime.records[1].headers)) == 0
+    assert [r.value for r in runtime.records] == [b"one", b"\x00\xffbinary", b"three"]
+    assert "received=3" in task.counters.text()
+
+
+def test_single_append_and_a_ping(source):
+    _, runtime, port = source()
+    client = AvroClient(port)
+    try:
+        ping = client.send(handshake() + b"\x00" + b"\x00")  # empty metadata, empty message name
+        assert read_handshake_response(ping)["match"] == "BOTH" and ping.read() == b""
+        answer = client.send(call("append", [{"headers": {"a": "b"}, "body": b"x"}]))
+        assert read_call_response(answer) == (False, "OK")
+    finally:
+        client.close()
+    assert [r.value for r in runtime.records] == [b"x"]
+
+
+def test_failed_when_the_log_does_not_acknowledge_in_time(source):
+    task, runtime, port = source(acknowledge=False, **{"ack.timeout.ms": "200"})
+    client = AvroClient(port)
+    try:
+        assert client.append_batch(EVENTS, first=True) == (False, "FAILED")
+    finally:
+        client.close()
+    assert "failed_unacknowledged=2" in task.counters.text()
+
+
+def test_failed_when_too_many_events_wait(source):
+    task, runtime, port = source(acknowledge=False, **{"max.pending.events": "1", "ack.timeout.ms": "300"})
+    runtime.stop()  # nothing takes the queue: the first call's event stays in it
+    client = AvroClient(port)
+    try:
+        assert client.append_batch(EVENTS[:1], first=True) == (False, "FAILED")
+        assert client.append_batch(EVENTS[:1]) == (False, "FAILED")
+    finally:
+        client.close()
+    assert "failed_busy=1" in task.counters.text() and "failed_unacknowledged=1" in task.counters.text()
+
+
+def test_deflate_connection(source):
+    _, runtime, port = source(**{"compression.type": "deflate"})
+    client = AvroClient(port, deflate=True)
+    try:
+        for i in range(3):
+            assert client.append_batch([{"headers": {"i": str(i)}, "body": b"z" * 5000}], first=i == 0) == (False, "OK")
+    finally:
+        client.close()
+    assert len(runtime.records) == 3 and runtime.records[2].value == b"z" * 5000
+
+
+def test_unknown_client_hash_gets_none_then_its_protocol_is_learned(source):
+    _, runtime, port = source()
+    theirs = ipc.PROTOCOL_JSON.replace('"namespace"', '"doc":"a client with docs","namespace"')
+    their_hash = hashlib.md5(theirs.encode()).digest()
+    client = AvroClient(port)
+    try:
+        first = client.send(handshake(their_hash, None, their_hash) + call("appendBatch", EVENTS))
+        answer = read_handshake_response(first)
+        assert answer["match"] == "NONE" and answer["serverHash"] == ipc.PROTOCOL_HASH
+        assert first.read() == b""  # nothing was called
+        second = client.send(handshake(their_hash, theirs, ipc.PROTOCOL_HASH) + call("appendBatch", EVENTS))
+        assert read_handshake_response(second)["match"] == "BOTH"
+        assert read_call_response(second) == (False, "OK")
+    finally:
+        client.close()
+    assert len(runtime.records) == 2
+
+
+def test_a_different_protocol_is_refused_with_a_reason(source):
+    task, runtime, port = source()
+    theirs = other_protocol()
+    their_hash = hashlib.md5(theirs.encode()).digest()
+    client = AvroClient(port)
+    try:
+        answer = client.send(handshake(their_hash, theirs, b"\x01" * 16) + b"\x00" + b"\x16appendBatch" + b"\x00")
+        assert read_handshake_response(answer)["match"] == "CLIENT"
+        error, text = read_call_response(answer)
+        assert error and "protocol x.Other declares message 'appendBatch' with other types" in text
+    finally:
+        client.close()
+    assert not runtime.records and "refused_calls=1" in task.counters.text()
+
+
+@pytest.mark.parametrize("payload, reason", [
+    (handshake() + b"\x00\x0eunknown", "no message 'unknown' in Flume's AvroSourceProtocol"),
+    (handshake() + call("appendBatch", EVENTS)[:-3], "the appendBatch request is not AvroFlumeEvent data"),
+    (handshake() + call("appendBatch", EVENTS) + b"zz", "the appendBatch request has 2 bytes after its events"),
+])
+def test_bad_calls_get_an_avro_error_and_the_connection_goes_on(source, payload, reason):
+    _, runtime, port = source()
+    client = AvroClient(port)
+    try:
+        answer = client.send(payload)
+        assert read_handshake_response(answer)["match"] == "BOTH"
+        error, text = read_call_response(answer)
+        assert error and reason in text
+        assert client.append_batch(EVENTS) == (False, "OK")
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "claims 790644820 buffers: not a Flume Avro RPC frame"),
+    (frame(1, b"x")[:8] + (-5).to_bytes(4, "big", signed=True) + b"x", "a length cannot be negative"),
+    (frame(1, b"x")[:8] + (70 << 20).to_bytes(4, "big") + b"x", "more than max.frame.bytes=67108864"),
+])
+def test_bytes_that_are_not_frames_close_the_connection_with_a_logged_reason(source, caplog, data, reason):
+    task, _, port = source()
+    client = AvroClient(port)
+    try:
+        client.write(data)
+        wait_until(client.closed, 10, what="the connection closed")
+    finally:
+        client.close()
+    assert reason in caplog.text and "refused_connections_bad_frames=1" in task.counters.text()
+
+
+def test_a_plain_client_on_a_deflate_source_is_told_to_check_compression(source, caplog):
+    _, _, port = source(**{"compression.type": "deflate"})
+    client = AvroClient(port)
+    try:
+        client.write(frame(1, handshake() + call("appendBatch", EVENTS)))
+        wait_until(client.closed, 10, what="the connection closed")
+    finally:
+        client.close()
+    assert "not a deflate stream" in caplog.text and "compression-type deflate" in caplog.text
+
+
+def test_frame_decoder_joins_buffers_and_keeps_partial_frames():
+    decoder = ipc.NettyFrameDecoder(1 << 20)
+    data = frame(7, b"a" * 20000, split=8192) + frame(8, b"b")
+    out = []
+    for i in range(0, len(data), 1000):
+        out += decoder.feed(data[i:i + 1000])
+    assert out == [(7, b"a" * 20000), (8, b"b")] and decoder.pending == 0
+
+
+def test_protocol_shape_ignores_docs_and_spelling_of_names():
+    assert ipc.protocol_shape(ipc.PROTOCOL) == ipc.protocol_shape({
+        "protocol": "AvroSourceProtocol", "namespace": "org.apache.flume.source.avro", "doc": "x",
+        "types": [{"type": "enum", "name": "org.apache.flume.source.avro.Status", "symbols": ["OK", "FAILED", "UNKNOWN"]},
+                  {"type": "record", "name": "AvroFlumeEvent", "doc": "y", "fields": [
+                      {"name": "headers", "type": {"type": "map", "values": {"type": "string"}}},
+                      {"name": "body", "type": "bytes"}]}],
+        "messages": {"append": {"request": [{"name": "event", "type": "AvroFlumeEvent"}], "response": "Status"},
+                     "appendBatch": {"request": [{"name": "events", "type": {"type": "array",
+                                                                             "items": "AvroFlumeEvent"}}],
+                                     "response": "Status"}}})
