@@ -10,7 +10,10 @@ Every figure beside its baseline from the same run:
 - Appender: an app process logs ``--events`` records through ``HeadraceHandler`` to each of the two
   servers; wall from the first ``log.info`` to ``flush()`` returning (every event acknowledged).
 - Per call: ``log.info("...%d", i)`` in the app thread with a ``logging.NullHandler`` against the same
-  logger with a ``HeadraceHandler`` shipping to the bare server (its shipper thread running meanwhile).
+  logger with a ``HeadraceHandler`` shipping to the bare server (its shipper thread running meanwhile):
+  wall time per call, and the app thread's own CPU time per call (``time.thread_time``), which leaves out
+  the time the app thread waits while the shipper thread holds the GIL.
+- Each POST figure also gives the server process's CPU time per event (``/proc``), for where the time goes.
 
     python bench/bench_ingest.py --events 200000
 """
@@ -90,17 +93,18 @@ PER_CALL = textwrap.dedent("""
         log.setLevel(logging.INFO)
         for i in range(2000):
             log.info("warm-up %d", i)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         for i in range(calls):
             log.info("request %d served in %d ms", i, i % 97)
-        return (time.perf_counter() - started) / calls
+        # wall time (what the app waits, the shipper's turns on the GIL included) and this thread's own CPU
+        return (time.perf_counter() - started) / calls, (time.thread_time() - cpu) / calls
 
-    null = run(logging.NullHandler())
+    null, null_cpu = run(logging.NullHandler())
     handler = HeadraceHandler(url, queue_size=calls + 5000, batch_size=1000, close_timeout=120)
-    shipping = run(handler)
+    shipping, shipping_cpu = run(handler)
     handler.flush(300)
     handler.close()
-    print(f"{null} {shipping} {handler.dropped}")
+    print(f"{null} {shipping} {handler.dropped} {null_cpu} {shipping_cpu}")
 """)
 
 
@@ -190,6 +194,12 @@ class Servers:
             proc.wait(30)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc), to say what a figure cost the server."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _listening(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5):
@@ -219,18 +229,25 @@ def main() -> None:
         try:
             print(f"{args.events:,} events, NDJSON batches of {args.batch:,}, {args.clients} client threads, "
                   f"{os.cpu_count()} cores")
+            pids = {"bare server": servers.procs[1].pid, "HttpSource": servers.procs[0].pid}
             for name, url in (("bare server", servers.bare_url), ("HttpSource", servers.http_url)):
                 _post_all(url, 10 * args.batch, args.batch, args.clients)  # warm-up (topic creation, imports)
+                cpu = _cpu_seconds(pids[name])
                 elapsed = _post_all(url, args.events, args.batch, args.clients)
-                print(f"POST NDJSON -> {name:12s} {args.events / elapsed:>10,.0f} events/s   ({elapsed:.2f} s)")
+                cpu = _cpu_seconds(pids[name]) - cpu
+                print(f"POST NDJSON -> {name:12s} {args.events / elapsed:>10,.0f} events/s   ({elapsed:.2f} s; "
+                      f"server CPU {cpu / args.events * 1e6:.2f} us/event)")
             for name, url in (("bare server", servers.bare_url), ("HttpSource", servers.http_url)):
                 logged, delivered, sent, dropped = _app(APP, url, str(args.events))
                 print(f"appender -> {name:15s} {args.events / delivered:>10,.0f} events/s delivered   "
                       f"(logging calls took {logged:.2f} s, all acknowledged after {delivered:.2f} s; "
                       f"sent {sent:,.0f}, dropped {dropped:,.0f})")
-            null, shipping, dropped = _app(PER_CALL, servers.bare_url, str(args.calls))
+            null, shipping, dropped, null_cpu, shipping_cpu = _app(PER_CALL, servers.bare_url, str(args.calls))
             print(f"log.info per call: NullHandler {null * 1e6:.2f} us, HeadraceHandler {shipping * 1e6:.2f} us "
                   f"(+{(shipping - null) * 1e6:.2f} us in the app thread, shipper running; dropped {dropped:,.0f})")
+            print(f"  the app thread's own CPU per call: NullHandler {null_cpu * 1e6:.2f} us, HeadraceHandler "
+                  f"{shipping_cpu * 1e6:.2f} us (+{(shipping_cpu - null_cpu) * 1e6:.2f} us; the rest of the wall "
+                  "figure is the shipper thread's time on the GIL)")
         finally:
             servers.close()
 

@@ -14,7 +14,7 @@ from concurrent.futures import Future
 from typing import Any, ClassVar
 
 from connect.api.config import ConfigDef, ConfigValue
-from connect.api.records import SinkRecord, SourceRecord
+from connect.api.records import SinkRecord, SourceRecord, SourceRecordBatch
 from connect.api.topic_partition import TopicPartition
 
 __all__ = [
@@ -315,7 +315,27 @@ class SourceTask(Task):
         """Offsets up to the last flush are committed."""
 
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
-        """``record`` was acknowledged by the log (metadata None: dropped by a transform or filter)."""
+        """``record`` was acknowledged by the log (metadata None: dropped by a transform or filter).
+
+        Kafka Connect's ``commitRecord``. A task that overrides it has every record sent on its own, with a
+        delivery callback each; one that only needs to know when whole batches are in overrides
+        ``commit_batch`` instead, which keeps the bulk path.
+        """
+
+    def commit_batch(self, batch: SourceRecordBatch) -> None:  # optional hook
+        """Every record of ``batch``, a SourceRecordBatch this task's ``poll`` returned, is done with: each
+        was acknowledged by the log, or dropped by a transform or filter, or skipped after a failure that
+        ``errors.tolerance`` tolerates.
+
+        Called exactly once per polled batch that is not empty, with the very object ``poll`` returned,
+        once its last record is done, however the runtime sent it (in bulk, or record by record when
+        transforms run or a conversion failed); never for a batch whose records could not be written (the
+        task then fails). Calls come on the thread that serves the producer's acknowledgements: the task's
+        own thread, or the worker's offset-commit thread while it flushes, so keep it short and
+        thread-safe. Acknowledged means what ``commit_record`` means: on the embedded log, written to the
+        segment file (which survives ``kill -9``); on Kafka, acknowledged as the producer's ``acks`` say.
+        A task overriding both hooks gets both calls.
+        """
 
 
 class ErrantRecordReporter(abc.ABC):

@@ -155,7 +155,7 @@ def _int(value: Any, name: str, bits: int = 32) -> int | None:
         raise LogEventError(f"field '{name}' must be an integer, got {value!r}")
     try:
         number = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise LogEventError(f"field '{name}' must be an integer, got {value!r}") from None
     if not -(1 << (bits - 1)) <= number < (1 << (bits - 1)):
         raise LogEventError(f"field '{name}' is out of range: {number}")
@@ -237,10 +237,23 @@ def _struct(schema: Schema, values: list[Any]) -> Struct | None:
     """A Struct of already-checked values, or None when every value is None (the field is left out)."""
     for v in values:
         if v is not None:
-            s = Struct(schema)
-            s._values = values  # values are coerced to their schema's types by the callers here
+            s = _new(Struct)  # _made, inline: this runs for every part of every event
+            s.schema = schema
+            s._values = values
             return s
     return None
+
+
+_new = object.__new__
+
+
+def _made(schema: Schema, values: list[Any]) -> Struct:
+    """A Struct of ``schema`` holding ``values`` (checked by the callers here), without Struct's checks and
+    its list of nulls: an event is several Structs, and those cost more than the rest of its parsing."""
+    s = _new(Struct)
+    s.schema = schema
+    s._values = values
+    return s
 
 
 def from_mapping(obj: Any, *, received: Callable[[], str] | None = None) -> Struct:
@@ -250,6 +263,18 @@ def from_mapping(obj: Any, *, received: Callable[[], str] | None = None) -> Stru
     text (JSON text when it is not a string), so nothing the sender wrote is lost. ``received`` gives the
     timestamp when the input has none (default: now).
     """
+    if obj.__class__ is dict and obj.keys() <= _ECS_TOP:
+        try:
+            event = _from_ecs(obj, received)
+        except LogEventError:
+            event = None  # the general path below says what is wrong, as it always has
+        if event is not None:
+            return event
+    return _from_any(obj, received)
+
+
+def _from_any(obj: Any, received: Callable[[], str] | None) -> Struct:
+    """``from_mapping`` for every shape: flatten to dotted names, map each sender's spelling, then build."""
     if not isinstance(obj, Mapping):
         kind = "an array" if isinstance(obj, list) else "null" if obj is None else type(obj).__name__
         raise LogEventError(f"a log event must be a JSON object, got {kind}")
@@ -281,6 +306,152 @@ def from_mapping(obj: Any, *, received: Callable[[], str] | None = None) -> Stru
         if fields.get("log.level") is None:
             fields["log.level"] = level
     return _build(fields, labels, received)
+
+
+# --- the fast path: the schema's own nested form (ECS), as the appender, Log4j's EcsLayout and Fluent Bit's
+# ECS records send it. Every key is one the schema has, in its place; the Struct is built straight from the
+# nested objects, with no flattening into dotted names. Anything else (another sender's spelling, a field
+# of an unexpected shape, a value that is wrong) returns None or raises, and the general path decides, so
+# both give the same event or the same error.
+
+_ECS_TOP = frozenset({"@timestamp", "message", "log", "error", "process", "host", "service", "event", "labels",
+                      "context"})
+_ECS_LOG = frozenset({"level", "logger", "origin", "file"})
+_ECS_ORIGIN = frozenset({"file", "function"})
+_ECS_ORIGIN_FILE = frozenset({"name", "line"})
+_ECS_LOG_FILE = frozenset({"path"})
+_ECS_ERROR = frozenset({"type", "message", "stack_trace"})
+_ECS_PROCESS = frozenset({"pid", "name", "thread"})
+_ECS_THREAD = frozenset({"name", "id"})
+_ECS_HOST = frozenset({"hostname"})
+_ECS_SERVICE = frozenset({"name"})
+_ECS_EVENT = frozenset({"sequence", "original", "dataset"})
+
+
+class _NotEcs(LogEventError):
+    """The fast path's way of saying: leave this event to the general path."""
+
+
+_NOT_ECS = _NotEcs()
+
+
+def _nested(value: Any, keys: frozenset[str]) -> dict[str, Any]:
+    """A present nested object that has only ``keys``; anything else is for the general path."""
+    if value.__class__ is not dict or not value or not value.keys() <= keys:
+        raise _NOT_ECS  # text, an empty object or a foreign key: the general path flattens it into labels
+    return value
+
+
+def _leaf(value: Any) -> str | None:
+    cls = value.__class__
+    if cls is str:
+        return value
+    if value is None:
+        return None
+    if cls is dict:
+        raise _NOT_ECS
+    return _text(value)
+
+
+def _leaf_int(value: Any, bits: int) -> int | None:
+    if value.__class__ is int and -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
+        return value
+    if value is None:
+        return None
+    raise _NOT_ECS
+
+
+def _text_map(value: Any) -> dict[str, str]:
+    if value.__class__ is not dict:
+        raise _NOT_ECS  # null or not an object: the general path names the error
+    # a value is text as it is, an int its digits, anything else _text's
+    return {k if k.__class__ is str else str(k): v if v.__class__ is str else str(v) if v.__class__ is int
+            else _text(v) for k, v in value.items()}
+
+
+def _from_ecs(obj: dict[str, Any], received: Callable[[], str] | None) -> Struct:
+    # This runs for every event HttpSource and TcpJsonSource take, so the common cases are inline: a text
+    # field that is a str is taken as it is (``_leaf`` decides the rest), and a part with a value is made
+    # without ``_struct``'s scan. Absent parts cost one dict lookup each: most events have four or five.
+    log = error = process = host = service = event = labels = context = None
+    get = obj.get
+    part = get("log")
+    if part is not None:
+        if part.__class__ is not dict or not part or not part.keys() <= _ECS_LOG:
+            raise _NOT_ECS
+        level = part.get("level")
+        if level.__class__ is not str:
+            level = _leaf(level)
+        logger = part.get("logger")
+        if logger.__class__ is not str:
+            logger = _leaf(logger)
+        origin = part.get("origin")
+        if origin is not None:
+            origin = _nested(origin, _ECS_ORIGIN)
+            file = origin.get("file")
+            if file is not None:
+                file = _nested(file, _ECS_ORIGIN_FILE)
+                file = _struct(_FILE, [_leaf(file.get("name")), _leaf_int(file.get("line"), 32)])
+            origin = _struct(_ORIGIN, [file, _leaf(origin.get("function"))])
+        log_file = part.get("file")
+        if log_file is not None:
+            log_file = _struct(_LOG_FILE, [_leaf(_nested(log_file, _ECS_LOG_FILE).get("path"))])
+        if level is not None or logger is not None or origin is not None or log_file is not None:
+            log = _new(Struct)
+            log.schema = _LOG
+            log._values = [level, logger, origin, None, log_file]
+    part = get("error")
+    if part is not None:
+        part = _nested(part, _ECS_ERROR)
+        error = _struct(_ERROR, [_leaf(part.get("type")), _leaf(part.get("message")), _leaf(part.get("stack_trace"))])
+    part = get("process")
+    if part is not None:
+        if part.__class__ is not dict or not part or not part.keys() <= _ECS_PROCESS:
+            raise _NOT_ECS
+        thread = part.get("thread")
+        if thread is not None:
+            if thread.__class__ is not dict or not thread or not thread.keys() <= _ECS_THREAD:
+                raise _NOT_ECS
+            name = thread.get("name")
+            if name.__class__ is not str:
+                name = _leaf(name)
+            thread = _struct(_THREAD, [name, _leaf_int(thread.get("id"), 64)])
+        name = part.get("name")
+        if name.__class__ is not str:
+            name = _leaf(name)
+        process = _struct(_PROCESS, [_leaf_int(part.get("pid"), 32), name, thread])
+    part = get("host")
+    if part is not None:
+        host = _struct(_HOST, [_leaf(_nested(part, _ECS_HOST).get("hostname"))])
+    part = get("service")
+    if part is not None:
+        service = _struct(_SERVICE, [_leaf(_nested(part, _ECS_SERVICE).get("name"))])
+    part = get("event")
+    if part is not None:
+        part = _nested(part, _ECS_EVENT)
+        event = _struct(_EVENT, [_leaf_int(part.get("sequence"), 64), _leaf(part.get("original")),
+                                 _leaf(part.get("dataset"))])
+    if "labels" in obj:
+        labels = _text_map(obj["labels"]) or None
+    part = get("context")
+    if part is not None:
+        context = _text_map(part)
+    ts = get("@timestamp")
+    if ts is None:
+        timestamp = received() if received else iso_timestamp(_now())
+    elif ts.__class__ is str and not ts.isdigit():
+        timestamp = ts
+    elif ts.__class__ is dict:
+        raise _NOT_ECS
+    else:
+        timestamp = _timestamp(ts)
+    message = get("message")
+    if message.__class__ is not str:
+        message = _leaf(message)
+    made = _new(Struct)
+    made.schema = LOG_EVENT_SCHEMA
+    made._values = [timestamp, message, log, error, process, host, service, event, labels, context]
+    return made
 
 
 def _opt_text(fields: Mapping[str, Any], name: str) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,8 @@ from connect.api.topic_partition import TopicPartition
 
 __all__ = [
     "Admin",
+    "BatchCountdown",
+    "BatchDeliveryCallback",
     "Consumer",
     "ConsumerRecord",
     "DeliveryCallback",
@@ -135,6 +138,32 @@ class RecordMetadata:
 
 
 DeliveryCallback = Callable[[LogError | None, RecordMetadata | None], None]
+# one call for a whole send_batch: None once the log acknowledged every record of it, else the first failure
+BatchDeliveryCallback = Callable[[LogError | None], None]
+
+
+class BatchCountdown:
+    """Turns the per-record delivery reports of one ``send_batch`` into its single batch callback, for a
+    producer that acknowledges record by record. ``record_delivered(err)`` is called once per record, from
+    any thread; the batch callback runs once: at the first failure, or when the last record is in."""
+
+    __slots__ = ("_callback", "_remaining", "_lock")
+
+    def __init__(self, count: int, callback: BatchDeliveryCallback) -> None:
+        self._callback: BatchDeliveryCallback | None = callback
+        self._remaining = count
+        self._lock = threading.Lock()
+
+    def record_delivered(self, err: LogError | None) -> None:
+        with self._lock:
+            callback = self._callback
+            if callback is None:
+                return  # already reported (a failure before this record's report)
+            self._remaining -= 1
+            if err is None and self._remaining > 0:
+                return
+            self._callback = None
+        callback(err)
 
 
 @attrs.frozen
@@ -248,11 +277,15 @@ class Producer(abc.ABC):
         keys: Sequence[bytes | None] | None = None,
         timestamps: Sequence[int] | None = None,
         headers: Sequence[Headers] | None = None,
+        on_delivery: BatchDeliveryCallback | None = None,
     ) -> None:
         """Queue many records; acked by the next ``flush``.
 
         ``partition`` None lets the producer choose as ``send`` would (by key, else sticky).
-        A failure surfaces as a LogError from the next ``flush``.
+        A failure surfaces as a LogError from the next ``flush``. ``on_delivery``, if given, is called once
+        for the whole batch, on the thread that calls ``poll`` or ``flush`` (as record callbacks are): with
+        None once every record of it is acknowledged, or with the first failure. A failure that
+        ``send_batch`` raises itself is not also reported to it.
         """
 
     @abc.abstractmethod

@@ -183,20 +183,21 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
     def _send_in_transactions(self, records: Sequence[SourceRecord]) -> None:
         """Send ``records``, ending transactions after any record the task named in a request."""
         requests = self._requests.take_record_requests() if self._requests is not None else {}
+        ack = self.batch_ack(records)  # commit_batch gets the polled batch, however it is split here
         start = 0
         if requests:
             for i, record in enumerate(records):
                 wanted = requests.get(id(record))
                 if wanted is not None and wanted[0] is record:
-                    self._send_part(records[start:i + 1])
+                    self._send_part(records[start:i + 1], ack)
                     self._end_transaction(wanted[1])
                     start = i + 1
         if start < len(records):
-            self._send_part(records[start:] if start else records)
+            self._send_part(records[start:] if start else records, ack)
 
-    def _send_part(self, records: Sequence[SourceRecord]) -> None:
+    def _send_part(self, records: Sequence[SourceRecord], ack: Any = None) -> None:
         self._begin()
-        self._send(records)
+        self._send(records, ack)
         self._open_records += len(records)
 
     def _maybe_end_transaction(self) -> None:

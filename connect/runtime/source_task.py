@@ -20,7 +20,7 @@ from typing import Any
 from connect.api.connector import OffsetStorageReader, RecordMetadata, SourceTask, SourceTaskContext
 from connect.api.errors import ConnectException, RetriableException
 from connect.api.records import SourceRecord, SourceRecordBatch
-from connect.log.api import Admin, LogError, Producer
+from connect.log.api import Admin, BatchDeliveryCallback, LogError, Producer
 from connect.runtime.connector_config import SourceConnectorConfig
 from connect.runtime.error_handler import Stage
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
@@ -28,9 +28,53 @@ from connect.runtime.offsets import OffsetStore, offset_key
 from connect.runtime.topic_creation import TopicCreation
 from connect.runtime.worker_task import WorkerTask
 
-__all__ = ["WorkerSourceTask"]
+__all__ = ["WorkerSourceTask", "wants_acknowledgements"]
 
 log = logging.getLogger(__name__)
+
+
+def wants_acknowledgements(task: SourceTask) -> bool:
+    """Whether ``task`` is told of its records' acknowledgements (``commit_record`` or ``commit_batch``): its
+    producer must then report successful deliveries too, not only failures."""
+    kind = type(task)
+    return kind.commit_record is not SourceTask.commit_record or kind.commit_batch is not SourceTask.commit_batch
+
+
+class _BatchAck:
+    """Counts the records of one polled SourceRecordBatch down to the task's ``commit_batch``.
+
+    Records are counted when the log acknowledges them (one count per ``send_batch`` callback, or one per
+    record sent on its own) and when they are dropped or skipped; the last count calls the hook, once.
+    Counts come from the task thread and from whichever thread serves the producer's callbacks.
+    """
+
+    __slots__ = ("_batch", "_hook", "_remaining", "_lock", "_owner")
+
+    def __init__(self, batch: SourceRecordBatch, owner: WorkerSourceTask) -> None:
+        self._batch = batch
+        self._hook = owner.task.commit_batch
+        self._owner = owner
+        self._remaining = len(batch)
+        self._lock = threading.Lock()
+
+    def done(self, n: int = 1) -> None:
+        with self._lock:
+            self._remaining -= n
+            last = self._remaining == 0
+        if last:
+            try:
+                self._hook(self._batch)
+            except Exception:  # as for a delivery callback: the task's bug must not stop the others' reports
+                log.exception("%s Exception thrown while calling task.commit_batch()", self._owner)
+
+    def delivered(self, n: int) -> BatchDeliveryCallback:
+        """The ``send_batch`` callback for ``n`` of the batch's records sent together."""
+        def on_delivery(err: LogError | None) -> None:
+            if err is not None:
+                self._owner._on_delivery(err, None)
+            else:
+                self.done(n)
+        return on_delivery
 
 
 class _Context(SourceTaskContext):
@@ -69,6 +113,7 @@ class WorkerSourceTask(WorkerTask):
         self._send_error: LogError | None = None
         self._known_topics: set[str] = set()
         self._commit_record_hook = type(task).commit_record is not SourceTask.commit_record
+        self._commit_batch_hook = type(task).commit_batch is not SourceTask.commit_batch
         self._task_stop_lock = threading.Lock()
         self._task_stopped = False
         self.records_polled = 0
@@ -155,21 +200,32 @@ class WorkerSourceTask(WorkerTask):
             log.exception("%s Error stopping source task", self)
 
     # --- sending ---------------------------------------------------------------------------------
-    def _send(self, records: Sequence[SourceRecord]) -> None:
+    def batch_ack(self, records: Sequence[SourceRecord]) -> _BatchAck | None:
+        """The counter that calls the task's ``commit_batch`` for ``records``, if they are a polled batch and
+        the task has the hook."""
+        if self._commit_batch_hook and isinstance(records, SourceRecordBatch) and len(records):
+            return _BatchAck(records, self)
+        return None
+
+    def _send(self, records: Sequence[SourceRecord], ack: _BatchAck | None = None) -> None:
+        """Send polled records; ``ack`` counts them for ``commit_batch`` (made here for a whole polled batch,
+        passed in when the records are a part of one)."""
+        if ack is None:
+            ack = self.batch_ack(records)
         if self.chain is None and not self._commit_record_hook:
             if isinstance(records, SourceRecordBatch):
-                if self._send_columns(records):
+                if self._send_columns(records, ack):
                     return
-            elif self._send_uniform(records):
+            elif ack is None and self._send_uniform(records):
                 return
-        self._send_each(records)
+        self._send_each(records, ack)
 
-    def _send_columns(self, batch: SourceRecordBatch) -> bool:
+    def _send_columns(self, batch: SourceRecordBatch, ack: _BatchAck | None = None) -> bool:
         """A SourceRecordBatch sent without making its records."""
         stamp = batch.timestamp
         return self._send_bulk(batch.topic, batch.value_schema, batch.values,
                                [stamp] * len(batch) if stamp is not None else None, batch.source_partition,
-                               batch.last_offset)
+                               batch.last_offset, ack)
 
     def _send_uniform(self, records: Sequence[SourceRecord]) -> bool:
         """The common list (one topic, source partition and value schema; no keys, headers or partitions)."""
@@ -185,7 +241,8 @@ class WorkerSourceTask(WorkerTask):
                                partition, last)
 
     def _send_bulk(self, topic: str, schema: Any, values: Sequence[Any], timestamps: list[int] | None,
-                   partition: Mapping[str, Any] | None, last_offset: Mapping[str, Any] | None) -> bool:
+                   partition: Mapping[str, Any] | None, last_offset: Mapping[str, Any] | None,
+                   ack: _BatchAck | None = None) -> bool:
         """Unkeyed values of one schema, converted and sent in a few bulk steps.
 
         Returns False, having done nothing, when a conversion fails: the general path then converts
@@ -199,13 +256,16 @@ class WorkerSourceTask(WorkerTask):
             return False
         if topic not in self._known_topics:
             self._ensure_topic(topic)
-        self.producer.send_batch(topic, None, converted, None, timestamps)
+        if ack is None:
+            self.producer.send_batch(topic, None, converted, None, timestamps)
+        else:
+            self.producer.send_batch(topic, None, converted, None, timestamps, on_delivery=ack.delivered(len(converted)))
         with self._pending_lock:
             self._mark_offset(partition, last_offset)
         self.records_sent += len(converted)
         return True
 
-    def _send_each(self, records: Sequence[SourceRecord]) -> None:
+    def _send_each(self, records: Sequence[SourceRecord], ack: _BatchAck | None = None) -> None:
         chain = self.chain
         key_conv = self.converters.key.from_connect_data
         value_conv = self.converters.value.from_connect_data
@@ -230,6 +290,8 @@ class WorkerSourceTask(WorkerTask):
                     mark(record)
                     if self._commit_record_hook:
                         self.task.commit_record(record, None)
+                    if ack is not None:
+                        ack.done()
                     continue
                 out, key, value, headers = converted
             mark(record)
@@ -237,17 +299,20 @@ class WorkerSourceTask(WorkerTask):
                 self.records_dropped += 1
                 if self._commit_record_hook:
                     self.task.commit_record(record, None)
+                if ack is not None:
+                    ack.done()
                 continue
             staged.append((record, out, key, value, headers))
         if staged:
-            self._dispatch(staged)
+            self._dispatch(staged, ack)
         self.records_sent += len(staged)
         if processed:
             with self._pending_lock:
                 for record in processed:
                     self._mark_offset(record.source_partition, record.source_offset)
 
-    def _dispatch(self, staged: list[tuple[SourceRecord, SourceRecord, bytes | None, bytes | None, Any]]) -> None:
+    def _dispatch(self, staged: list[tuple[SourceRecord, SourceRecord, bytes | None, bytes | None, Any]],
+                  ack: _BatchAck | None = None) -> None:
         """Hand converted records to the producer: one ``send_batch`` for the common case, else one by one."""
         topic = staged[0][1].topic
         for _, out, _, _, _ in staged:
@@ -257,11 +322,15 @@ class WorkerSourceTask(WorkerTask):
             k is None and h is None and o.kafka_partition is None and o.topic == topic for _, o, k, _, h in staged
         ):
             timestamps = _timestamps([o.timestamp for _, o, _, _, _ in staged])
-            self.producer.send_batch(topic, None, [v for _, _, _, v, _ in staged], None, timestamps)
+            values = [v for _, _, _, v, _ in staged]
+            if ack is None:
+                self.producer.send_batch(topic, None, values, None, timestamps)
+            else:
+                self.producer.send_batch(topic, None, values, None, timestamps, on_delivery=ack.delivered(len(values)))
             return
         send = self.producer.send
         for record, out, key, value, headers in staged:
-            callback = self._callback_for(record) if self._commit_record_hook else None
+            callback = self._callback_for(record, ack) if self._commit_record_hook or ack is not None else None
             send(out.topic, value, key, out.kafka_partition, out.timestamp, headers, callback)
 
     def _convert(self, record: SourceRecord) -> tuple[Any, bytes | None, bytes | None, Any] | None:
@@ -289,13 +358,20 @@ class WorkerSourceTask(WorkerTask):
         if err is not None and self._send_error is None:
             self._send_error = err
 
-    def _callback_for(self, record: SourceRecord):  # a delivery callback
+    def _callback_for(self, record: SourceRecord, ack: _BatchAck | None = None):  # a delivery callback
+        commit_record = self._commit_record_hook
+
         def on_delivery(err: LogError | None, metadata: Any) -> None:
             if err is not None:
                 self._on_delivery(err, metadata)
                 return
-            self.task.commit_record(record, RecordMetadata(metadata.topic, metadata.partition, metadata.offset,
-                                                           metadata.timestamp))
+            try:
+                if commit_record:
+                    self.task.commit_record(record, RecordMetadata(metadata.topic, metadata.partition,
+                                                                   metadata.offset, metadata.timestamp))
+            finally:
+                if ack is not None:  # the record is in the log whatever commit_record did
+                    ack.done()
         return on_delivery
 
     # --- topic creation ---------------------------------------------------------------------------

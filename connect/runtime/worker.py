@@ -45,7 +45,7 @@ from connect.runtime.offset_topics import OffsetTopics
 from connect.runtime.offsets import ConnectorOffsetReader, OffsetStore
 from connect.runtime.plugins import PluginRegistry
 from connect.runtime.sink_task import WorkerSinkTask
-from connect.runtime.source_task import WorkerSourceTask
+from connect.runtime.source_task import WorkerSourceTask, wants_acknowledgements
 from connect.runtime.status import Status, StatusStore, format_trace
 from connect.runtime.streaming_task import WorkerStreamingTask
 from connect.runtime.transformation_chain import build_chain
@@ -298,7 +298,7 @@ class Worker:
             return self._exactly_once_source_task(task_id, task, parsed, common)  # type: ignore[arg-type]
         if isinstance(task, SourceTask):
             overrides = parsed.client_overrides("producer")
-            if type(task).commit_record is SourceTask.commit_record:
+            if not wants_acknowledgements(task):
                 # nothing waits on each record's ack, only failures need reporting (a Kafka producer then skips
                 # a delivery callback per record; the embedded log ignores the setting)
                 overrides = {"delivery.report.only.error": "true", **overrides}
@@ -322,7 +322,7 @@ class Worker:
         transactional_id = f"{self.config.transactional_id_prefix}{task_id.connector}-{task_id.task}"
         # the transaction settings are the worker's to make; an override of them would break the guarantee
         overrides = parsed.client_overrides("producer")
-        if type(task).commit_record is SourceTask.commit_record:
+        if not wants_acknowledgements(task):
             overrides = {"delivery.report.only.error": "true", **overrides}  # as for other source tasks
         producer = self.backend.producer({**overrides, "transactional.id": transactional_id,
                                           "enable.idempotence": "true", "acks": "all"})

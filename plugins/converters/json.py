@@ -8,13 +8,15 @@ where reading is stricter than Kafka's. This module holds the converter: its
 configuration and the envelope.
 
 Writing is the hot path: the envelope prefix is built once per schema (an LRU of
-``schemas.cache.size``) and a string payload is quoted by the C JSON encoder.
+``schemas.cache.size``), a string payload is quoted by the C JSON encoder, and any other value with a
+schema is written by a writer compiled once for that schema (``json_writer``).
 Reading recognises the prefix of the last schema seen and then parses only the
 payload.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from connect.api import (
@@ -33,6 +35,7 @@ from plugins.converters._base import BuiltinConverter, converter_config_def
 from plugins.converters.json_schemas import JsonSchemaConverter
 from plugins.converters.json_text import MISSING, loads, loads_payload, quote
 from plugins.converters.json_values import JsonValueConverter
+from plugins.converters.json_writer import CompiledJsonWriters, Writer
 
 __all__ = ["JsonConverter"]
 
@@ -107,6 +110,9 @@ class JsonConverter(BuiltinConverter):
         self._schemas_enable = True
         self._values = JsonValueConverter()
         self._schemas = JsonSchemaConverter(self._values, 1000)
+        self._writers = CompiledJsonWriters(self._values, 1000)
+        self._last_writer_schema: Any = _UNSET
+        self._last_writer: Writer | None = None
         # the envelope prefix of the schema written last, and of the schema read last
         self._out_schema: Any = _UNSET
         self._out_prefix = ""
@@ -123,7 +129,10 @@ class JsonConverter(BuiltinConverter):
             numeric_decimals=str(config.get_string(DECIMAL_FORMAT_CONFIG)).upper() == "NUMERIC",
             replace_null=bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG)),
         )
-        self._schemas = JsonSchemaConverter(self._values, int(config.get_int(SCHEMAS_CACHE_SIZE_CONFIG) or 0))
+        cache_size = int(config.get_int(SCHEMAS_CACHE_SIZE_CONFIG) or 0)
+        self._schemas = JsonSchemaConverter(self._values, cache_size)
+        self._writers = CompiledJsonWriters(self._values, cache_size)
+        self._last_writer_schema, self._last_writer = _UNSET, None
         self._out_schema, self._out_prefix = _UNSET, ""
         self._in_prefix, self._in_schema = None, None
 
@@ -134,10 +143,12 @@ class JsonConverter(BuiltinConverter):
     ) -> bytes | None:
         if schema is None and value is None:
             return None
-        if schema is not None and type(value) is str and schema.type is Type.STRING:
-            payload = quote(value)  # the common case, without the dispatch below
+        if schema is None:
+            payload = self._values.convert_to_json(None, value)
+        elif type(value) is str and schema.type is Type.STRING:
+            payload = quote(value)  # the common case, without a writer lookup
         else:
-            payload = self._values.convert_to_json(schema, value)
+            payload = self._writer(schema)(value)
         if self._schemas_enable:
             if schema is not self._out_schema:
                 self._out_prefix = self._envelope_prefix(schema)
@@ -149,6 +160,28 @@ class JsonConverter(BuiltinConverter):
             return text.encode()
         except UnicodeEncodeError as exc:  # a lone surrogate has no UTF-8 form
             raise DataException(_WRITE_FAILED + str(exc)) from exc
+
+    def from_connect_batch(self, topic: str, schema: Schema | None, values: Sequence[Any]) -> list[bytes | None]:
+        if schema is None:
+            return super().from_connect_batch(topic, schema, values)
+        write = self._writer(schema)
+        try:
+            if self._schemas_enable:
+                if schema is not self._out_schema:
+                    self._out_prefix = self._envelope_prefix(schema)
+                    self._out_schema = schema
+                prefix = self._out_prefix
+                return [(prefix + write(value) + "}").encode() for value in values]
+            return [write(value).encode() for value in values]
+        except UnicodeEncodeError as exc:  # a lone surrogate has no UTF-8 form
+            raise DataException(_WRITE_FAILED + str(exc)) from exc
+
+    def _writer(self, schema: Schema) -> Writer:
+        if schema is not self._last_writer_schema:
+            self._last_writer = self._writers.writer(schema)
+            self._last_writer_schema = schema
+        assert self._last_writer is not None
+        return self._last_writer
 
     def to_connect_data(
         self, topic: str, value: bytes | None, headers: ConnectHeaders | None = None

@@ -5,8 +5,8 @@ Each event becomes one record: its headers become the record's headers (strings)
 (bytes; a worker or connector with ``value.converter=ByteArrayConverter`` keeps it byte for byte), and a
 ``timestamp`` header of epoch milliseconds, when there is one, the record's timestamp.
 
-A call is answered ``OK`` only once the log acknowledged every event of it (the runtime's ``commit_record``,
-as HttpSource); ``FAILED`` when more than ``max.pending.events`` already wait for the log, when the log
+A call is answered ``OK`` only once the log acknowledged every event of it (the runtime's ``commit_record``
+for each record: its records carry Flume's headers, which a SourceRecordBatch cannot hold); ``FAILED`` when more than ``max.pending.events`` already wait for the log, when the log
 does not acknowledge within ``ack.timeout.ms`` or fails, or when the source stops. Flume's clients resend
 a failed batch, so delivery is at least once: a batch the log took but could not confirm in time comes
 again. A request that is not Flume's protocol is answered with an Avro error naming what is wrong; bytes
@@ -44,7 +44,7 @@ from plugins.flume.avro_ipc import (
     NettyFrameDecoder,
     encode_frame,
 )
-from plugins.ingest._common import IngestConnector, Ticket, base_config
+from plugins.ingest._common import AcknowledgesRecords, IngestConnector, Ticket, base_config
 from plugins.ingest._stream import Framer, StreamSourceTask, stream_config
 
 __all__ = ["FlumeAvroSourceConnector", "FlumeAvroSourceTask"]
@@ -124,7 +124,7 @@ class _Inflater:
         return out
 
 
-class FlumeAvroSourceTask(StreamSourceTask):
+class FlumeAvroSourceTask(AcknowledgesRecords, StreamSourceTask):
     KIND = "FlumeAvroSource"
     SCHEMES = ("tcp",)
     CONFIG = CONFIG_DEF

@@ -1,11 +1,17 @@
 """What the ingestion sources share: listener URLs, the hand-over queue between network threads and the
 task thread, and acknowledgement of records once the log has them.
 
-Network threads (cheroot's pool, the asyncio loop) parse input into SourceRecords and ``offer`` them; the
-task thread takes them in ``poll``. A source that acknowledges its senders (HttpSource) passes a
-``Ticket`` with each batch: the runtime calls ``commit_record`` for every record once the log acknowledged
-it (Kafka Connect's ``commitRecord``; on the embedded log, once the batch is written to the segment file,
-which survives kill -9), and the ticket completes when all of its records have been acknowledged.
+Network threads (cheroot's pool, the asyncio loop) parse input and hand it over; the task thread takes
+it in ``poll``. Stream sources ``offer`` SourceRecords (some carry a parse-error header). A source that
+acknowledges its senders passes a ``Ticket``, completed once the log has every record of it (on the
+embedded log, once the batch is written to the segment file, which survives kill -9), in one of two ways:
+
+- log event values (HttpSource) go through ``offer_events``: ``poll`` joins the queued requests into one
+  ``SourceRecordBatch``, which the runtime converts and appends in bulk, and its ``commit_batch`` for the
+  batch completes the ticket of every request in it;
+- records that need more than a SourceRecordBatch holds (headers: FlumeAvroSource) go through ``offer``
+  with a ticket, in a task that also inherits ``AcknowledgesRecords``: the runtime then sends each record
+  with its own delivery callback and calls ``commit_record`` for it (Kafka Connect's ``commitRecord``).
 """
 
 from __future__ import annotations
@@ -29,12 +35,13 @@ from connect.api import (
     LambdaValidator,
     NonEmptyString,
     Range,
-    RecordMetadata,
     SourceConnector,
     SourceRecord,
+    SourceRecordBatch,
     SourceTask,
     Task,
 )
+from connect.api.log_event import LOG_EVENT_SCHEMA
 from connect.api.version import distribution_version
 
 log = logging.getLogger(__name__)
@@ -137,8 +144,8 @@ class Ticket:
         if count == 0:
             self.done.set()
 
-    def ack(self) -> None:
-        self.remaining -= 1  # only the task thread acks
+    def ack(self, n: int = 1) -> None:
+        self.remaining -= n
         if self.remaining <= 0:
             self.done.set()
 
@@ -227,10 +234,15 @@ class QueueingSourceTask(SourceTask):
         self.max_event_bytes = 1 << 20
         self._max_pending = 100_000
         self._batch_size = 5000
-        self._queue: collections.deque[tuple[list[SourceRecord], Ticket | None]] = collections.deque()
+        # (log event values, their request's ticket, True) from offer_events; (SourceRecords, ticket, False)
+        # from offer
+        self._queue: collections.deque[tuple[list[Any], Ticket | None, bool]] = collections.deque()
         self._queued = 0
         self._cond = threading.Condition()
-        self._waiting: dict[int, tuple[SourceRecord, Ticket]] = {}  # id(record) -> record (kept alive), ticket
+        # id(polled batch) -> (the batch, kept alive; (ticket, its events in the batch)...), until commit_batch
+        self._waiting: dict[int, tuple[SourceRecordBatch, list[tuple[Ticket, int]]]] = {}
+        # id(polled record) -> (the record, kept alive; its ticket), until commit_record (AcknowledgesRecords)
+        self._waiting_records: dict[int, tuple[SourceRecord, Ticket]] = {}
         self._waiting_lock = threading.Lock()
         self._stopping = threading.Event()
         self.counters = Counters()
@@ -251,60 +263,116 @@ class QueueingSourceTask(SourceTask):
     def stopping(self) -> bool:
         return self._stopping.is_set()
 
-    def offer(self, records: list[SourceRecord], ticket: Ticket | None, wait: float = 0.0) -> bool:
-        """Queue records for the log; False (nothing queued) when the queue is full for ``wait`` s or stopping."""
+    def offer(self, records: list[SourceRecord], ticket: Ticket | None = None, wait: float = 0.0) -> bool:
+        """Queue records for the log; False (nothing queued) when the queue is full for ``wait`` s or stopping.
+
+        A ticket is completed record by record, through ``commit_record``: only a task that inherits
+        ``AcknowledgesRecords`` may pass one.
+        """
+        if ticket is not None and not isinstance(self, AcknowledgesRecords):
+            raise TypeError(f"{type(self).__name__} offers records with a ticket but does not acknowledge records: "
+                            "inherit AcknowledgesRecords, or offer_events")
+        return self._put(records, ticket, False, wait)
+
+    def offer_events(self, events: list[Any], ticket: Ticket | None, wait: float = 0.0) -> bool:
+        """Queue log event values (Structs of the log event schema) for ``topic``; ``ticket`` completes once
+        the log has all of them. False (nothing queued) when the queue is full for ``wait`` s or stopping."""
+        return self._put(events, ticket, True, wait)
+
+    def _put(self, items: list[Any], ticket: Ticket | None, events: bool, wait: float) -> bool:
         deadline = time.monotonic() + wait
         with self._cond:
             while True:
                 if self._stopping.is_set():
                     return False
                 # a batch larger than the whole capacity is taken when the queue is empty, or it never fits
-                if self._queued == 0 or self._queued + len(records) <= self._max_pending:
+                if self._queued == 0 or self._queued + len(items) <= self._max_pending:
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
                 self._cond.wait(min(left, 0.1))
-            self._queue.append((records, ticket))
-            self._queued += len(records)
+            self._queue.append((items, ticket, events))
+            self._queued += len(items)
             self._cond.notify_all()
         return True
 
-    def poll(self) -> list[SourceRecord] | None:
+    def poll(self) -> list[SourceRecord] | SourceRecordBatch | None:
         # acknowledgements are served by the runtime between polls, so wait briefly while any are due
-        timeout = 0.001 if self._waiting else 0.5
-        taken: list[SourceRecord] = []
+        timeout = 0.001 if self._waiting or self._waiting_records else 0.5
+        taken: list[Any] = []
+        tickets: list[tuple[Ticket, int]] = []  # of event values: each request's ticket and its count
+        record_tickets: list[tuple[list[SourceRecord], Ticket]] = []  # of records: acknowledged one by one
+        events = False
         with self._cond:
             if not self._queue and not self._stopping.is_set():
                 self._cond.wait(timeout)
-            while self._queue and len(taken) < self._batch_size:
-                records, ticket = self._queue.popleft()
-                self._queued -= len(records)
-                if ticket is not None:
-                    with self._waiting_lock:
-                        for r in records:
-                            self._waiting[id(r)] = (r, ticket)
-                taken.extend(records)
-            if taken:
+            queue = self._queue
+            if queue:
+                events = queue[0][2]
+                # one kind per poll: event values become one batch, records a list
+                while queue and len(taken) < self._batch_size and queue[0][2] is events:
+                    items, ticket, _ = queue.popleft()
+                    self._queued -= len(items)
+                    taken.extend(items)
+                    if ticket is not None:
+                        if events:
+                            tickets.append((ticket, len(items)))
+                        else:
+                            record_tickets.append((items, ticket))
                 self._cond.notify_all()  # room for blocked offers
-        return taken or None
+        if not taken:
+            return None
+        if not events:
+            if record_tickets:
+                with self._waiting_lock:
+                    for records, ticket in record_tickets:
+                        for record in records:
+                            self._waiting_records[id(record)] = (record, ticket)
+            return taken
+        batch = SourceRecordBatch(self.topic, taken, value_schema=LOG_EVENT_SCHEMA,
+                                  timestamp=int(time.time() * 1000))
+        if tickets:
+            with self._waiting_lock:
+                self._waiting[id(batch)] = (batch, tickets)
+        return batch
 
-    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+    def commit_batch(self, batch: SourceRecordBatch) -> None:
         with self._waiting_lock:
-            entry = self._waiting.pop(id(record), None)
+            entry = self._waiting.pop(id(batch), None)
         if entry is not None:
-            entry[1].ack()
+            for ticket, count in entry[1]:
+                ticket.ack(count)
 
     def stop_queue(self) -> None:
         """Refuse new input and fail every request still waiting for the log."""
         self._stopping.set()
         with self._cond:
-            pending = [t for _, t in self._queue if t is not None]
+            pending = [t for _, t, _ in self._queue if t is not None]
             self._queue.clear()
             self._queued = 0
             self._cond.notify_all()
         with self._waiting_lock:
-            pending += [t for _, t in self._waiting.values()]
+            for _, tickets in self._waiting.values():
+                pending += [t for t, _ in tickets]
             self._waiting.clear()
+            pending += [t for _, t in self._waiting_records.values()]
+            self._waiting_records.clear()
         for ticket in pending:
             ticket.fail("the source is stopping")
+
+
+class AcknowledgesRecords:
+    """Mixin (first among the bases) for a QueueingSourceTask whose ``offer`` passes tickets: each polled
+    record is acknowledged on its own, as Kafka Connect's ``commitRecord``. The runtime then sends every
+    record of the task with its own delivery callback, which costs more than ``offer_events``'s batches:
+    use it only for records a SourceRecordBatch cannot hold (with headers)."""
+
+    _waiting_lock: threading.Lock
+    _waiting_records: dict[int, tuple[SourceRecord, Ticket]]
+
+    def commit_record(self, record: SourceRecord, metadata: Any) -> None:
+        with self._waiting_lock:
+            entry = self._waiting_records.pop(id(record), None)
+        if entry is not None:
+            entry[1].ack()

@@ -222,7 +222,7 @@ class StreamSourceTask(QueueingSourceTask):
                 records.extend(self.records(frame, peer))
         if not records:
             return
-        while not self.offer(records, None):  # the task is behind: stop reading this connection meanwhile
+        while not self.offer(records):  # the task is behind: stop reading this connection meanwhile
             if self.stopping:
                 self.counters.add("lost_at_stop", len(records))
                 return
@@ -239,7 +239,7 @@ class StreamSourceTask(QueueingSourceTask):
                               len(data), peer, self.max_event_bytes)
             return
         records = self.records(data, peer)
-        if records and not self.offer(records, None):
+        if records and not self.offer(records):
             self.counters.add("dropped_udp_behind", len(records))
             self.warn.warning("%s dropped a datagram from %s: %d events already wait for the log", self.name, peer,
                               self._queued)

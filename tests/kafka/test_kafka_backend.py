@@ -231,6 +231,24 @@ def test_send_batch_comes_back_as_columns(
 
 
 @pytest.mark.kafka
+def test_send_batch_reports_the_whole_batch_once_to_its_callback(
+    backend: KafkaBackend, admin: KafkaAdmin, unique_topic: Callable[..., str]
+) -> None:
+    topic = unique_topic()
+    admin.create_topic(NewTopic(topic, partitions=1))
+    producer = backend.producer()
+    reports: list[object] = []
+    producer.send_batch(topic, None, [b"a", b"b", b"c"], on_delivery=reports.append)
+    assert producer.flush(20) == 0
+    assert reports == [None]
+    producer.close()
+    quiet = backend.producer({"delivery.report.only.error": "true"})
+    with pytest.raises(LogError, match="delivery.report.only.error"):
+        quiet.send_batch(topic, None, [b"x"], on_delivery=reports.append)
+    quiet.close()
+
+
+@pytest.mark.kafka
 def test_seek_position_pause_resume_end_offsets(
     backend: KafkaBackend, admin: KafkaAdmin, unique_topic: Callable[..., str]
 ) -> None:

@@ -210,3 +210,36 @@ def test_waiting_poll_wakes_on_an_append_from_this_process(backend) -> None:
     assert time.monotonic() - t0 >= 0.09
     consumer.close()
     producer.close()
+
+
+def test_send_batch_calls_its_batch_callback_once_from_poll_keyed_or_not(backend) -> None:
+    backend.admin().create_topic(NewTopic("t", 3))
+    producer = backend.producer({"linger.ms": "1000"})
+    reports: list[tuple[str, LogError | None]] = []
+    producer.send_batch("t", None, [b"a", b"b"], on_delivery=lambda err: reports.append(("plain", err)))
+    producer.send_batch("t", None, [b"c", b"d", b"e"], [b"k1", b"k2", b"k3"],
+                        on_delivery=lambda err: reports.append(("keyed", err)))
+    assert reports == []  # callbacks run only in poll/flush, on the caller's thread
+    producer.poll(0)
+    assert reports == [("plain", None)], "the keyed records still linger"
+    assert producer.flush() == 0
+    assert reports == [("plain", None), ("keyed", None)]
+    producer.flush()
+    assert len(reports) == 2
+    producer.close()
+
+
+def test_a_batch_countdown_reports_once_at_the_last_record_or_the_first_failure() -> None:
+    from connect.log.api import BatchCountdown
+
+    reports: list[LogError | None] = []
+    ok = BatchCountdown(2, reports.append)
+    ok.record_delivered(None)
+    assert reports == []
+    ok.record_delivered(None)
+    assert reports == [None]
+    failed = BatchCountdown(3, reports.append)
+    failed.record_delivered(LogError("gone"))
+    failed.record_delivered(None)
+    failed.record_delivered(LogError("again"))
+    assert [str(r) for r in reports[1:]] == ["gone"]

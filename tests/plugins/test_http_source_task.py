@@ -1,5 +1,5 @@
 """HttpSourceTask on a real socket with no runtime polling it: the 503 answers under backpressure, and a
-request answered 200 only once every record of it was acknowledged (commit_record)."""
+request answered 200 only once the batch holding its records was acknowledged (commit_batch)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import httpx
 import pytest
 
-from connect.api import OffsetStorageReader, SourceTaskContext
+from connect.api import OffsetStorageReader, SourceRecordBatch, SourceTaskContext
 from plugins.ingest.http import BadInput, HttpSourceTask, parse_events
 from tests.support import free_port, wait_until
 
@@ -60,14 +60,16 @@ def test_200_only_after_every_record_is_acknowledged():
         poster = threading.Thread(target=lambda: answers.append(
             httpx.post(url, content='{"message": "a"}\n{"message": "b"}\n', timeout=10)))
         poster.start()
-        records = wait_until(task.poll, 10, what="the records polled")
-        assert [r.value.get("message") for r in records] == ["a", "b"]
-        task.commit_record(records[0], None)
-        # the request still waits for the second record (no answer yet, one record unacknowledged)
+        batch = wait_until(task.poll, 10, what="the records polled")
+        assert isinstance(batch, SourceRecordBatch) and batch.topic == "logs"
+        assert [r.value.get("message") for r in batch] == ["a", "b"]
+        # polled but not yet acknowledged: the request waits (no answer yet, the batch still due)
+        poster.join(0.2)
         assert not answers and len(task._waiting) == 1
-        task.commit_record(records[1], None)
+        task.commit_batch(batch)
         poster.join(10)
         assert answers[0].status_code == 200 and answers[0].json() == {"accepted": 2}
+        assert not task._waiting
     finally:
         task.stop()
 
@@ -102,3 +104,44 @@ def test_body_shapes():
     assert flume.get("message") == "b" and flume.get("host").get("hostname") == "h"
     assert flume.get("@timestamp") == "1970-01-01T00:00:00.000000Z"
     assert len(parse_events(b"\n".join([GOOD] * 1000), 2048)) == 1000
+
+
+def test_requests_queued_together_share_one_batch_and_one_acknowledgement():
+    task, url = _task()
+    answers: list[httpx.Response] = []
+    try:
+        posters = [threading.Thread(target=lambda body=body: answers.append(httpx.post(url, content=body, timeout=10)))
+                   for body in ('{"message": "a"}\n', '{"message": "b"}\n{"message": "c"}\n')]
+        for poster in posters:
+            poster.start()
+        wait_until(lambda: task._queued == 3, 10, what="both requests queued")
+        batch = task.poll()
+        assert isinstance(batch, SourceRecordBatch) and sorted(r.value.get("message") for r in batch) == ["a", "b", "c"]
+        assert len(task._waiting) == 1 and not answers
+        task.commit_batch(batch)
+        for poster in posters:
+            poster.join(10)
+        assert sorted(a.json()["accepted"] for a in answers) == [1, 2]
+    finally:
+        task.stop()
+
+
+def test_stopping_fails_the_requests_of_a_batch_the_log_has_not_acknowledged():
+    task, url = _task()
+    answers: list[httpx.Response] = []
+    poster = threading.Thread(target=lambda: answers.append(httpx.post(url, content=b'{"message": "a"}', timeout=10)))
+    poster.start()
+    batch = wait_until(task.poll, 10, what="the request polled")
+    task.stop()
+    poster.join(10)
+    assert answers[0].status_code == 503 and "the source is stopping" in answers[0].json()["error"]
+    task.commit_batch(batch)  # an acknowledgement after the stop changes nothing
+    assert not task._waiting
+
+
+def test_a_ticket_with_records_needs_per_record_acknowledgement():
+    from plugins.ingest._common import Ticket
+    from plugins.ingest.tcp_json import TcpJsonSourceTask
+
+    with pytest.raises(TypeError, match="AcknowledgesRecords"):
+        TcpJsonSourceTask().offer([], Ticket(0))

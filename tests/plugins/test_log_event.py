@@ -66,3 +66,113 @@ def test_every_event_is_valid_for_its_schema_and_converts():
                                   procid=None, msgid=None, structured_data=None))
     assert plain["log"]["syslog"]["facility"] == {"code": 20, "name": "local4"}
     assert plain["log"]["syslog"]["severity"] == {"code": 5, "name": "notice"} and plain["log"]["level"] == "INFO"
+
+
+# --- the fast path for the schema's own nested form gives what the general path gives --------------------
+
+_ECS_TREE = {
+    "@timestamp": None, "message": None,
+    "log": {"level": None, "logger": None, "origin": {"file": {"name": None, "line": None}, "function": None},
+            "file": {"path": None}},
+    "error": {"type": None, "message": None, "stack_trace": None},
+    "process": {"pid": None, "name": None, "thread": {"name": None, "id": None}},
+    "host": {"hostname": None}, "service": {"name": None},
+    "event": {"sequence": None, "original": None, "dataset": None},
+    "labels": "map", "context": "map",
+}
+
+
+def _leaves():
+    from hypothesis import strategies as st
+
+    scalars = st.one_of(st.none(), st.text(max_size=5), st.integers(-2**70, 2**70), st.integers(-5, 5),
+                        st.booleans(), st.floats(allow_nan=False, width=32), st.sampled_from(["12", "", "0"]))
+    odd = st.one_of(st.lists(scalars, max_size=2), st.dictionaries(st.text(max_size=3), scalars, max_size=2))
+    # mostly scalars, so that most objects are ones the fast path takes
+    return st.integers(0, 19).flatmap(lambda n: odd if n == 0 else scalars)
+
+
+def _ecs_like(tree, min_keys=0):
+    """Objects shaped like ``tree``: its keys, now and then a foreign one (another sender's spelling) or a
+    leaf where an object belongs."""
+    from hypothesis import strategies as st
+
+    foreign = st.sampled_from(["name", "level", "host", "x", "_gelf", "ecs.version", "labels.k", "mdc"])
+
+    @st.composite
+    def build(draw):
+        out = {}
+        for key in draw(st.lists(st.sampled_from(sorted(tree)), unique=True, min_size=min_keys,
+                                              max_size=len(tree))):
+            sub = tree[key]
+            if isinstance(sub, dict):
+                out[key] = draw(_leaves() if draw(st.integers(0, 15)) == 0 else _ecs_like(sub, 1))
+            elif sub == "map":
+                out[key] = draw(_leaves() if draw(st.integers(0, 10)) == 0
+                                else st.dictionaries(st.text(max_size=3), _leaves(), max_size=3))
+            else:
+                out[key] = draw(_leaves())
+        if draw(st.integers(0, 15)) == 0:
+            out[draw(foreign)] = draw(_leaves())
+        return out
+
+    return build()
+
+
+def _outcome(fn, obj):
+    try:
+        return fn(obj, received=lambda: "now")
+    except LogEventError as exc:
+        return ("raises", str(exc))
+
+
+def _fast_path_matches(examples, at_least):
+    from hypothesis import HealthCheck, given, settings
+
+    from connect.api import log_event
+
+    taken = []
+
+    @settings(max_examples=examples, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+    @given(_ecs_like(_ECS_TREE))
+    def check(obj):
+        general = _outcome(log_event._from_any, obj)
+        assert _outcome(from_mapping, obj) == general, obj
+        if not obj.keys() <= log_event._ECS_TOP:
+            return
+        try:
+            fast = log_event._from_ecs(obj, lambda: "now")
+        except LogEventError:
+            return
+        taken.append(obj)
+        assert fast == general, obj
+
+    check()
+    assert len(taken) >= at_least  # the fast path itself was compared, not only the fallback
+
+
+def test_the_fast_path_for_nested_ecs_gives_the_general_paths_event_or_error():
+    _fast_path_matches(60, 8)
+
+
+@pytest.mark.slow
+def test_the_fast_path_for_nested_ecs_gives_the_general_paths_event_or_error_at_length():
+    _fast_path_matches(1500, 200)
+
+
+def test_the_fast_path_takes_the_appenders_events():
+    from connect.api import log_event
+
+    calls = []
+    original = log_event._from_any
+    obj = {"@timestamp": "t", "message": "m", "log": {"level": "INFO", "logger": "a",
+                                                    "origin": {"file": {"name": "f.py", "line": 3}, "function": "f"}},
+           "process": {"pid": 1, "name": "MainProcess", "thread": {"name": "MainThread", "id": 2**40}},
+           "host": {"hostname": "h"}, "event": {"sequence": 1}, "labels": {"n": 1}, "context": {"r": "x"}}
+    try:
+        log_event._from_any = lambda *a, **k: calls.append(a) or original(*a, **k)
+        event = from_mapping(obj)
+    finally:
+        log_event._from_any = original
+    assert calls == [] and event == original(obj, None)
+    assert to_plain(event)["labels"] == {"n": "1"}

@@ -21,6 +21,8 @@ from connect.api.connector import (
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import (
     Admin,
+    BatchCountdown,
+    BatchDeliveryCallback,
     Consumer,
     DeliveryCallback,
     FetchedBatch,
@@ -118,6 +120,7 @@ class MemoryProducer(Producer):
         self.flushes = 0
         self.fail_flush: LogError | None = None
         self.unacked_on_flush = 0  # a flush that times out with this many records unacknowledged
+        self.batch_callbacks = 0  # send_batch calls that asked for a batch callback
         self.closed = False
 
     def send(self, topic: str, value: bytes | None, key: bytes | None = None, partition: int | None = None,
@@ -129,10 +132,13 @@ class MemoryProducer(Producer):
 
     def send_batch(self, topic: str, partition: int | None, values: Sequence[bytes | None],
                    keys: Sequence[bytes | None] | None = None, timestamps: Sequence[int] | None = None,
-                   headers: Any = None) -> None:
+                   headers: Any = None, on_delivery: BatchDeliveryCallback | None = None) -> None:
+        countdown = BatchCountdown(len(values), on_delivery) if on_delivery is not None else None
+        self.batch_callbacks += countdown is not None
         for i, value in enumerate(values):
             self.send(topic, value, keys[i] if keys else None, partition,
-                      timestamps[i] if timestamps else None)
+                      timestamps[i] if timestamps else None,
+                      on_delivery=(lambda err, _md, c=countdown: c.record_delivered(err)) if countdown else None)
 
     def poll(self, timeout: float = 0.0) -> int:
         return 0

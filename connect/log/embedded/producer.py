@@ -26,6 +26,8 @@ from typing import Any
 
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import (
+    BatchCountdown,
+    BatchDeliveryCallback,
     DeliveryCallback,
     LogError,
     Producer,
@@ -164,16 +166,25 @@ class EmbeddedProducer(Producer):
         keys: Sequence[bytes | None] | None = None,
         timestamps: Sequence[int] | None = None,
         headers: Sequence[Headers] | None = None,
+        on_delivery: BatchDeliveryCallback | None = None,
     ) -> None:
         if self._closed:
             raise LogError("producer is closed")
         if not values:
+            if on_delivery is not None:
+                self._report(on_delivery, None)
             return
         if partition is None and keys is not None and any(k is not None for k in keys):
             # keyed records go to their key's partition, one by one
+            each: DeliveryCallback | None = None
+            if on_delivery is not None:
+                countdown = BatchCountdown(len(values), on_delivery)
+
+                def each(err: LogError | None, _metadata: RecordMetadata | None) -> None:
+                    countdown.record_delivered(err)
             for i, value in enumerate(values):
                 self.send(topic, value, keys[i], None, timestamps[i] if timestamps is not None else None,
-                          headers[i] if headers is not None else None)
+                          headers[i] if headers is not None else None, each)
             return
         with self._lock:
             n = self.partitions_for(topic)
@@ -188,6 +199,12 @@ class EmbeddedProducer(Producer):
             self._append_columns(tp, values, keys, timestamps, headers, now_ms())
             if sticky:
                 self._sticky.batch_sent(topic, partition, n)
+        if on_delivery is not None:
+            self._report(on_delivery, None)  # written to the segment: acknowledged, served by the next poll
+
+    def _report(self, callback: BatchDeliveryCallback, err: LogError | None) -> None:
+        self._done.append((lambda e, _md: callback(e), err, None))
+        self._done_event.set()
 
     def _append_columns(
         self,

@@ -79,9 +79,9 @@ class TransactionalEmbeddedProducer(EmbeddedProducer):
         super().send(topic, value, key, partition, timestamp, headers, on_delivery)
 
     def send_batch(self, topic: str, partition: int | None, values: Any, keys: Any = None, timestamps: Any = None,
-                   headers: Any = None) -> None:
+                   headers: Any = None, on_delivery: Any = None) -> None:
         self._require_open()
-        super().send_batch(topic, partition, values, keys, timestamps, headers)
+        super().send_batch(topic, partition, values, keys, timestamps, headers, on_delivery)
 
     # -- the transaction calls ------------------------------------------------------------------------------
 

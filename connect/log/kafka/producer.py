@@ -11,6 +11,8 @@ import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
 
 from connect.log.api import (
+    BatchCountdown,
+    BatchDeliveryCallback,
     DeliveryCallback,
     Headers,
     LogError,
@@ -125,9 +127,13 @@ class KafkaProducer(Producer):
         keys: Sequence[bytes | None] | None = None,
         timestamps: Sequence[int] | None = None,
         headers: Sequence[Headers] | None = None,
+        on_delivery: BatchDeliveryCallback | None = None,
     ) -> None:
         if partition is None:
             partition = -1  # librdkafka's "unassigned": its partitioner picks per key
+        if on_delivery is not None:
+            self._send_batch_watched(topic, partition, values, keys, timestamps, headers, on_delivery)
+            return
         produce = self._p.produce
         try:
             # The common shapes get a loop with nothing in it but produce();
@@ -170,6 +176,36 @@ class KafkaProducer(Producer):
             raise to_log_error(exc, f"sending to {topic}[{partition}]") from None
         # Serve delivery reports now and then, or they pile up in memory
         # until the next flush.
+        self._p.poll(0)
+
+    def _send_batch_watched(self, topic: str, partition: int, values: Sequence[bytes | None],
+                            keys: Sequence[bytes | None] | None, timestamps: Sequence[int] | None,
+                            headers: Sequence[Headers] | None, on_delivery: BatchDeliveryCallback) -> None:
+        """``send_batch`` with a callback for the batch: librdkafka reports each record, a countdown joins them."""
+        if self._failures_only:
+            raise LogError("this producer was made with delivery.report.only.error=true: it cannot report "
+                           "successful deliveries to a callback")
+        if not values:
+            on_delivery(None)
+            return
+        countdown = BatchCountdown(len(values), on_delivery)
+
+        def delivered(err: KafkaError | None, msg: Any) -> None:
+            countdown.record_delivered(None if err is None else to_log_error(err, f"producing to {_where(msg)}"))
+
+        produce = self._p.produce
+        try:
+            for i, value in enumerate(values):
+                k = keys[i] if keys is not None else None
+                ts = timestamps[i] if timestamps is not None else 0
+                h = headers[i] if headers is not None else None
+                hl: _WireHeaders | None = list(h) if h else None
+                try:
+                    produce(topic, value, k, partition, delivered, None, ts, hl)
+                except BufferError:
+                    self._produce_when_room(topic, value, k, partition, delivered, ts, hl)
+        except KafkaException as exc:
+            raise to_log_error(exc, f"sending to {topic}[{partition}]") from None
         self._p.poll(0)
 
     def _produce_when_room(

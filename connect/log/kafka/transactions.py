@@ -23,6 +23,7 @@ import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
 
 from connect.log.api import (
+    BatchDeliveryCallback,
     Headers,
     LogError,
     ProducerFencedError,
@@ -162,9 +163,9 @@ class TransactionalKafkaProducer(KafkaProducer):
 
     def send_batch(self, topic: str, partition: int | None, values: Sequence[bytes | None],
                    keys: Sequence[bytes | None] | None = None, timestamps: Sequence[int] | None = None,
-                   headers: Sequence[Headers] | None = None) -> None:
+                   headers: Sequence[Headers] | None = None, on_delivery: BatchDeliveryCallback | None = None) -> None:
         self._require_open()
-        super().send_batch(topic, partition, values, keys, timestamps, headers)
+        super().send_batch(topic, partition, values, keys, timestamps, headers, on_delivery)
 
     def close(self, timeout: float | None = None) -> None:
         if self._open:
