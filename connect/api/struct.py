@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal as _decimal
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from connect.api.errors import DataException
@@ -24,6 +24,9 @@ from connect.api.schema import (
 
 __all__ = ["Struct", "validate_value"]
 
+# schema -> whether every field is STRING: text in such a schema needs no check per field
+_TEXT_ONLY: dict[Schema, bool] = {}
+
 
 class Struct:
     """A value of a STRUCT schema; every put is checked against the field's schema."""
@@ -35,6 +38,32 @@ class Struct:
             raise DataException("Not a struct schema: " + repr(schema))
         self.schema = schema
         self._values: list[Any] = [None] * len(schema.fields())
+
+    @classmethod
+    def of(cls, schema: Schema, values: Sequence[Any]) -> Struct:
+        """A Struct of ``schema`` holding ``values`` in the schema's field order, each checked as ``put`` checks it.
+
+        The way to build many Structs of one schema: no field is looked up by name, and a str in a STRING
+        field (the common case of text sources) needs no further check.
+        """
+        if schema.type is not Type.STRUCT:
+            raise DataException("Not a struct schema: " + repr(schema))
+        fields = schema.fields()
+        if len(values) != len(fields):
+            raise DataException(f"{len(values)} values for the {len(fields)} fields of {schema!r}")
+        text_only = _TEXT_ONLY.get(schema)
+        if text_only is None:
+            text_only = all(f.schema.type is Type.STRING for f in fields)
+            if len(_TEXT_ONLY) < 4096:
+                _TEXT_ONLY[schema] = text_only
+        if not text_only or any(v.__class__ is not str for v in values if v is not None) \
+                or (None in values and any(not f.schema.optional for f in fields)):
+            for f, value in zip(fields, values, strict=True):
+                validate_value(f.schema, value, f.name)
+        made = object.__new__(cls)
+        made.schema = schema
+        made._values = list(values)
+        return made
 
     def _field(self, name: str) -> Field:
         field = self.schema.field(name)

@@ -49,7 +49,6 @@ from connect.api import (
     ConfigValue,
     ConnectException,
     ConnectHeaders,
-    Field,
     Header,
     Importance,
     NonEmptyString,
@@ -213,7 +212,7 @@ class RedisStreamSourceTask(SourceTask):
         self._in_flight: set[tuple[str, str]] = set()  # delivered by poll, not yet acknowledged
         self._acks: collections.deque[tuple[str, str]] = collections.deque()  # the log has them: XACK due
         self._ack_lock = threading.Lock()
-        self._schemas: dict[tuple[Any, ...], tuple[Schema, list[Field]]] = {}
+        self._schemas: dict[tuple[Any, ...], Schema] = {}
         self._partitions: dict[str, dict[str, str]] = {}
         self._stopping = threading.Event()
         self._outage: _client.Outage | None = None
@@ -464,22 +463,17 @@ class RedisStreamSourceTask(SourceTask):
                 except UnicodeDecodeError:
                     values.append(raw)  # kept as bytes: its field is BYTES
             shape = (*fields, *(type(v) is bytes for v in values))
-        known = self._schemas.get(shape)
-        if known is None:
-            known = self._schema_of(list(fields), values)
+        schema = self._schemas.get(shape)
+        if schema is None:
+            schema = self._schema_of(list(fields), values)
             if len(self._schemas) < 10_000:
-                self._schemas[shape] = known
-        schema, struct_fields = known
-        struct = Struct(schema)
-        for field, value in zip(struct_fields, values, strict=True):
-            struct.put(field, value)
-        return schema, struct
+                self._schemas[shape] = schema
+        return schema, Struct.of(schema, values)
 
     @staticmethod
-    def _schema_of(names: list[Any], values: list[str | bytes]) -> tuple[Schema, list[Field]]:
+    def _schema_of(names: list[Any], values: list[str | bytes]) -> Schema:
         builder = SchemaBuilder.struct()
         for name, value in zip(names, values, strict=True):
             builder.field(_text(name), Schema.OPTIONAL_BYTES_SCHEMA if type(value) is bytes
                           else Schema.OPTIONAL_STRING_SCHEMA)
-        schema = builder.build()
-        return schema, list(schema.fields())
+        return builder.build()
