@@ -7,7 +7,12 @@ The agent's parts become Headrace connectors on one standalone worker:
   worker's log, which is durable (a memory channel no longer loses events on a crash); a replicating
   selector needs nothing more, since every sink reads with its own consumer group;
 - each sink becomes a sink connector reading its channel's topics;
-- a ``static`` interceptor becomes an ``InsertHeader`` transform.
+- interceptors become transforms of the source connector: ``static`` and ``host`` an ``InsertHeader``,
+  ``timestamp`` an ``InsertTimestampHeader``, ``regex_filter`` a ``Filter`` with a ``ValueMatches`` predicate;
+- a multiplexing selector becomes a ``Filter`` with a ``HeaderValueMatches`` predicate on each sink that
+  reads one of its channels, keeping what the selector would have put in that channel;
+- an ``exec`` source's command is run by the agent itself (see ``flume_exec``), its output read by a
+  FileStreamSource.
 
 Every key of the agent is either translated or refused at start with one line naming it and what to use
 instead: nothing is ignored silently. ``--print-connectors`` prints the derived configs (JSON, one
@@ -19,16 +24,19 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import socket
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from connect.cli.exit import CliError
+from connect.cli.flume_exec import ExecCommand, ExecCommands
 
 __all__ = ["AgentTranslation", "add_parser", "translate"]
 
 BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
 JSON = "org.apache.kafka.connect.json.JsonConverter"
+STRING = "org.apache.kafka.connect.storage.StringConverter"
 
 # keys that tune Flume's own channel implementation; the log takes their place
 _CHANNEL_KEYS = {
@@ -41,9 +49,11 @@ _CHANNEL_KEYS = {
 class AgentTranslation:
     """The worker config and the connector configs derived from one agent."""
 
-    def __init__(self, agent: str) -> None:
+    def __init__(self, agent: str, work: Path) -> None:
         self.agent = agent
+        self.work = work
         self.connectors: list[dict[str, str]] = []
+        self.commands: list[ExecCommand] = []
         self.problems: list[str] = []
 
     def refuse(self, key: str, value: str, instead: str) -> None:
@@ -143,16 +153,51 @@ def _taildir(c: _Component, conn: dict[str, str]) -> None:
     conn["value.converter.schemas.enable"] = "false"
 
 
+def _netcat(c: _Component, conn: dict[str, str]) -> None:
+    conn["connector.class"] = "NetcatSource"
+    conn["listeners"] = _listener(c, "tcp")
+    length = c.get("max-line-length")
+    if length:
+        conn["max.line.length"] = length
+    ack = c.get("ack-every-event")
+    if ack:
+        conn["ack.every.event"] = ack
+    conn["value.converter"] = BYTES
+
+
+def _exec(c: _Component, conn: dict[str, str]) -> None:
+    command = c.get("command")
+    if not command:
+        c.out.refuse(c.prefix + "command", "(missing)", "an exec source needs a command")
+        return
+    charset = c.get("charset", "UTF-8") or "UTF-8"
+    if charset.replace("-", "").upper() != "UTF8":
+        c.out.refuse(c.prefix + "charset", charset, "the command's output is read as UTF-8")
+    throttle = c.get("restartThrottle", "10000") or "10000"
+    if not throttle.isdigit():
+        c.out.refuse(c.prefix + "restartThrottle", throttle, "milliseconds, a whole number")
+        throttle = "10000"
+    c.accept("batchSize", "batchTimeout")  # the output file is read in the worker's own batches
+    name = conn["name"]
+    output = c.out.work / "exec" / f"{name}.out"
+    c.out.commands.append(ExecCommand(
+        source=name, command=command, shell=c.get("shell", "") or "", output=output,
+        restart=(c.get("restart", "false") or "").lower() == "true", restart_throttle_s=int(throttle) / 1000,
+        log_stderr=(c.get("logStdErr", "false") or "").lower() == "true"))
+    conn["connector.class"] = "FileStreamSource"
+    conn["file"] = str(output)
+    conn["value.converter"] = STRING
+
+
 _SOURCES: dict[str, Callable[[_Component, dict[str, str]], None]] = {
     "avro": _avro, "org.apache.flume.source.AvroSource": _avro,
     "http": _http, "org.apache.flume.source.http.HTTPSource": _http,
     "syslogtcp": _syslog("tcp"), "syslogudp": _syslog("udp"),
     "TAILDIR": _taildir, "taildir": _taildir,
+    "netcat": _netcat, "org.apache.flume.source.NetcatSource": _netcat,
+    "exec": _exec, "org.apache.flume.source.ExecSource": _exec,
 }
 _MISSING_SOURCES = {
-    "exec": "Headrace has no exec source (Flume's has no delivery guarantee either); have the command write "
-            "to a file and tail it with a TAILDIR source",
-    "netcat": "Headrace has no netcat source; send JSON lines to TcpJsonSource, or syslog to a syslogtcp source",
     "spooldir": "Headrace has no spooling-directory source; tail the directory with a TAILDIR source",
     "thrift": "Headrace speaks Flume's Avro RPC, not Thrift; point the client at an avro source",
 }
@@ -191,34 +236,112 @@ _MISSING_SINKS = {
 }
 
 
+def _host_value(use_ip: bool) -> str:
+    """What Flume's host interceptor puts in its header for this machine: its address, or its name."""
+    name = socket.gethostname()
+    if not use_ip:
+        return socket.getfqdn(name)
+    try:
+        return socket.gethostbyname(name)
+    except OSError:
+        return "127.0.0.1"
+
+
 def _interceptors(c: _Component, conn: dict[str, str]) -> None:
     names = _split(c.get("interceptors"))
     transforms: list[str] = []
+    predicates: list[str] = []
     for name in names:
         prefix = f"interceptors.{name}."
         kind = c.get(prefix + "type")
-        if kind == "static":
-            key = c.get(prefix + "key", "key") or "key"
-            value = c.get(prefix + "value", "value") or "value"
-            preserve = c.get(prefix + "preserveExisting", "true")
+        t = f"transforms.{name}."
+        if kind in ("static", "host"):
+            if kind == "static":
+                key = c.get(prefix + "key", "key") or "key"
+                value = c.get(prefix + "value", "value") or "value"
+                preserve_default = "true"
+            else:
+                key = c.get(prefix + "hostHeader", "host") or "host"
+                value = _host_value((c.get(prefix + "useIP", "true") or "").lower() != "false")
+                preserve_default = "false"
+            preserve = c.get(prefix + "preserveExisting", preserve_default)
             if preserve and preserve.lower() == "true":
                 c.out.refuse(c.prefix + prefix + "preserveExisting", preserve, "InsertHeader adds the header beside "
                              "any the event has; set preserveExisting = false to accept that")
-            conn[f"transforms.{name}.type"] = "InsertHeader"
-            conn[f"transforms.{name}.header"] = key
-            conn[f"transforms.{name}.value.literal"] = value
-            transforms.append(name)
+            conn[t + "type"] = "InsertHeader"
+            conn[t + "header"] = key
+            conn[t + "value.literal"] = value
+        elif kind == "timestamp":
+            conn[t + "type"] = "InsertTimestampHeader"
+            conn[t + "header"] = c.get(prefix + "headerName", "timestamp") or "timestamp"
+            conn[t + "preserve.existing"] = (c.get(prefix + "preserveExisting", "false") or "false").lower()
+        elif kind == "regex_filter":
+            regex = c.get(prefix + "regex", ".*") or ".*"
+            exclude = (c.get(prefix + "excludeEvents", "false") or "false").lower() == "true"
+            conn[t + "type"] = "Filter"
+            conn[t + "predicate"] = name
+            if not exclude:
+                conn[t + "negate"] = "true"  # Filter drops what its predicate matches: keep the matching ones
+            conn[f"predicates.{name}.type"] = "ValueMatches"
+            conn[f"predicates.{name}.pattern"] = regex
+            predicates.append(name)
         else:
-            c.out.refuse(c.prefix + prefix + "type", str(kind), "only the static interceptor is translated yet; "
-                         "use a Headrace transform (InsertHeader, Filter with a predicate, ...) on the connector "
-                         "from --print-connectors")
+            c.out.refuse(c.prefix + prefix + "type", str(kind), "Headrace translates the static, host, timestamp "
+                         "and regex_filter interceptors; use a Headrace transform on the connector from "
+                         "--print-connectors instead")
+            continue
+        transforms.append(name)
     if transforms:
         conn["transforms"] = ",".join(transforms)
+    if predicates:
+        conn["predicates"] = ",".join(predicates)
 
 
-def translate(props: Mapping[str, str], agent: str) -> AgentTranslation:
-    """The Headrace connectors of agent ``agent``; ``problems`` lists every key that cannot be honoured."""
-    out = AgentTranslation(agent)
+class _Multiplexing:
+    """A source's multiplexing selector: which header values go to which of its channels."""
+
+    def __init__(self, c: _Component, channels: list[str]) -> None:
+        self.header = c.get("selector.header", "flume.selector.header") or "flume.selector.header"
+        self.routes: dict[str, set[str]] = {}  # channel -> the header values that go to it
+        mapped: set[str] = set()
+        for key in sorted(c.keys):
+            for part in ("selector.mapping.", "selector.optional."):
+                if key.startswith(part):
+                    value = key[len(part):]
+                    mapped.add(value)
+                    for channel in _split(c.get(key)):
+                        if channel not in channels:
+                            c.out.refuse(c.prefix + key, str(c.keys[key]),
+                                         f"channel '{channel}' is not among the source's channels")
+                        self.routes.setdefault(channel, set()).add(value)
+        self.mapped = mapped
+        self.default = set(_split(c.get("selector.default")))
+        for channel in self.default - set(channels):
+            c.out.refuse(c.prefix + "selector.default", " ".join(sorted(self.default)),
+                         f"channel '{channel}' is not among the source's channels")
+
+    def filter_for(self, channel: str, name: str) -> dict[str, str]:
+        """The transforms of a sink on ``channel`` that keep what the selector puts there."""
+        mine = self.routes.get(channel, set())
+        if channel in self.default:  # events without a mapped value come here too: drop only others' values
+            drop, negate = self.mapped - mine, False
+            if not drop:
+                return {}
+        else:
+            drop, negate = mine, True
+        pattern = "|".join(re.escape(v) for v in sorted(drop)) if drop else "(?!)"
+        out = {"transforms": name, f"transforms.{name}.type": "Filter", f"transforms.{name}.predicate": name,
+               "predicates": name, f"predicates.{name}.type": "HeaderValueMatches",
+               f"predicates.{name}.name": self.header, f"predicates.{name}.pattern": pattern}
+        if negate:
+            out[f"transforms.{name}.negate"] = "true"
+        return out
+
+
+def translate(props: Mapping[str, str], agent: str, work: Path | None = None) -> AgentTranslation:
+    """The Headrace connectors of agent ``agent`` (and the commands of its exec sources, whose output goes
+    below ``work``); ``problems`` lists every key that cannot be honoured."""
+    out = AgentTranslation(agent, work or Path(f"headrace-flume-{agent}").resolve())
     top = f"{agent}."
     if not any(k.startswith(top) for k in props):
         out.problems.append(f"no key starts with '{top}': is --name the agent's name in the file?")
@@ -232,6 +355,7 @@ def translate(props: Mapping[str, str], agent: str) -> AgentTranslation:
                     if key.startswith(f"{agent}.sinkgroups") else "not a part of a Flume agent config")
             out.refuse(key, props[key], hint)
     channel_topics: dict[str, list[str]] = {c: [] for c in channels}
+    selectors: dict[str, _Multiplexing] = {}  # topic of a source with a multiplexing selector -> it
     for name in channels:
         c = _Component(props, f"{agent}.channels.{name}.", out)
         kind = c.get("type")
@@ -264,9 +388,11 @@ def translate(props: Mapping[str, str], agent: str) -> AgentTranslation:
             else:
                 channel_topics[channel].append(topic)
         selector = c.get("selector.type", "replicating")
-        if selector != "replicating":
-            out.refuse(c.prefix + "selector.type", str(selector), "only the replicating selector is translated; "
-                       "route by header with a Filter transform and HasHeaderKey predicate per sink instead")
+        if selector == "multiplexing":
+            selectors[topic] = _Multiplexing(c, targets)
+        elif selector != "replicating":
+            out.refuse(c.prefix + "selector.type", str(selector), "the replicating and multiplexing selectors are "
+                       "translated; route with a Filter transform and a predicate on each sink instead")
         _interceptors(c, conn)
         c.refuse_rest(f"a {kind} source")
         out.connectors.append(conn)
@@ -297,6 +423,13 @@ def translate(props: Mapping[str, str], agent: str) -> AgentTranslation:
             out.refuse(c.prefix + "channel", channel, "no source writes to this channel")
             continue
         conn = {"name": f"{agent}-{name}", "topics": ",".join(channel_topics[channel]), "value.converter": BYTES}
+        routed = [selectors[t] for t in channel_topics[channel] if t in selectors]
+        if routed and len(channel_topics[channel]) > 1:
+            out.refuse(c.prefix + "channel", channel, "a channel fed by a multiplexing selector is translated only "
+                       "when that source is the channel's only one")
+            continue
+        if routed:
+            conn.update(routed[0].filter_for(channel, "selector"))
         build(c, conn)
         c.refuse_rest(f"a {kind} sink")
         out.connectors.append(conn)
@@ -339,14 +472,17 @@ def _run(args: argparse.Namespace) -> int:
     from connect.cli.exit import fail
     from connect.logging_setup import configure_logging
 
-    translation = translate(_load(args.conf_file), args.name)
+    work = Path(args.work_dir or f"headrace-flume-{args.name}").resolve()
+    translation = translate(_load(args.conf_file), args.name, work)
     if translation.problems:
         return fail("\nERROR ".join(f"{args.conf_file}: {p}" for p in translation.problems))
     if args.print_connectors:
         for conn in translation.connectors:
             print(json.dumps({"name": conn["name"], "config": conn}, indent=2))
+        for command in translation.commands:
+            print(json.dumps({"exec": command.source, "command": command.argv, "output": str(command.output)},
+                             indent=2))
         return 0
-    work = Path(args.work_dir or f"headrace-flume-{args.name}").resolve()
     work.mkdir(parents=True, exist_ok=True)
     worker = _write(work / "worker.properties", _worker_props(args, work))
     files = [str(_write(work / f"{c['name']}.properties", c)) for c in translation.connectors]
@@ -354,7 +490,12 @@ def _run(args: argparse.Namespace) -> int:
     from connect.cli.standalone import StandaloneRuntime
 
     runtime = StandaloneRuntime(str(worker), files)
-    return runtime.run()
+    commands = ExecCommands(translation.commands)
+    commands.start()
+    try:
+        return runtime.run()
+    finally:
+        commands.stop()
 
 
 def add_parser(sub: Any) -> None:

@@ -1,6 +1,8 @@
-"""Flume compatibility: Flume's Avro RPC source, and the file_roll and logger sinks a Flume agent config names."""
+"""Flume compatibility: Flume's Avro RPC and netcat sources, and the file_roll and logger sinks a Flume agent config
+names."""
 
 from plugins.flume.avro_source import FlumeAvroSourceConnector, FlumeAvroSourceTask
+from plugins.flume.netcat_source import NetcatSourceConnector, NetcatSourceTask
 from plugins.flume.sinks import FileRollSinkConnector, FileRollSinkTask, LoggerSinkConnector, LoggerSinkTask
 
 __all__ = [
@@ -10,4 +12,6 @@ __all__ = [
     "FlumeAvroSourceTask",
     "LoggerSinkConnector",
     "LoggerSinkTask",
+    "NetcatSourceConnector",
+    "NetcatSourceTask",
 ]

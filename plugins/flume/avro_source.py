@@ -44,7 +44,7 @@ from plugins.flume.avro_ipc import (
     NettyFrameDecoder,
     encode_frame,
 )
-from plugins.ingest._common import AcknowledgesRecords, IngestConnector, Ticket, base_config
+from plugins.ingest._common import AcknowledgesRecords, AsyncTicket, IngestConnector, base_config
 from plugins.ingest._stream import Framer, StreamSourceTask, stream_config
 
 __all__ = ["FlumeAvroSourceConnector", "FlumeAvroSourceTask"]
@@ -73,39 +73,6 @@ CONFIG_DEF = (
             documentation="How long a call waits for the log to acknowledge its events before it is answered "
                           "FAILED (Flume's clients wait 20 s by default: keep it below their request-timeout).")
 )
-
-
-class _AsyncTicket(Ticket):
-    """A Ticket whose completion also resolves a future on the connection's event loop."""
-
-    __slots__ = ("_loop", "future")
-
-    def __init__(self, count: int, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self.future: asyncio.Future[None] = loop.create_future()
-        super().__init__(count)
-        if count == 0:
-            self.future.set_result(None)
-
-    def ack(self) -> None:
-        super().ack()
-        if self.remaining == 0:
-            self._resolve()
-
-    def fail(self, reason: str) -> None:
-        super().fail(reason)
-        self._resolve()
-
-    def _resolve(self) -> None:
-        try:
-            self._loop.call_soon_threadsafe(_settle, self.future)
-        except RuntimeError:  # the loop is closed: the source stopped, nobody waits any more
-            pass
-
-
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 class _Inflater:
@@ -209,7 +176,7 @@ class FlumeAvroSourceTask(AcknowledgesRecords, StreamSourceTask):
         records = self._records(request.events, peer)
         if records is None:
             return STATUS_FAILED
-        ticket = _AsyncTicket(len(records), asyncio.get_running_loop())
+        ticket = AsyncTicket(len(records), asyncio.get_running_loop())
         if not self.offer(records, ticket):
             self.counters.add("failed_busy" if not self.stopping else "failed_stopping")
             self.warn.warning("%s answered FAILED to %s: %s", self.name, peer,

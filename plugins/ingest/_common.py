@@ -6,7 +6,8 @@ it in ``poll``. Stream sources ``offer`` SourceRecords (some carry a parse-error
 acknowledges its senders passes a ``Ticket``, completed once the log has every record of it (on the
 embedded log, once the batch is written to the segment file, which survives kill -9), in one of two ways:
 
-- log event values (HttpSource) go through ``offer_events``: ``poll`` joins the queued requests into one
+- values of one schema (log events from HttpSource through ``offer_events``, line bodies from NetcatSource)
+  go through ``offer_values``: ``poll`` joins the queued requests of one schema into one
   ``SourceRecordBatch``, which the runtime converts and appends in bulk, and its ``commit_batch`` for the
   batch completes the ticket of every request in it;
 - records that need more than a SourceRecordBatch holds (headers: FlumeAvroSource) go through ``offer``
@@ -16,6 +17,7 @@ embedded log, once the batch is written to the segment file, which survives kill
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import ipaddress
 import logging
@@ -35,6 +37,7 @@ from connect.api import (
     LambdaValidator,
     NonEmptyString,
     Range,
+    Schema,
     SourceConnector,
     SourceRecord,
     SourceRecordBatch,
@@ -154,6 +157,40 @@ class Ticket:
         self.done.set()
 
 
+class AsyncTicket(Ticket):
+    """A Ticket whose completion also resolves a future on a connection's event loop, for sources that answer
+    their senders from asyncio."""
+
+    __slots__ = ("_loop", "future")
+
+    def __init__(self, count: int, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.future: asyncio.Future[None] = loop.create_future()
+        super().__init__(count)
+        if count == 0:
+            self.future.set_result(None)
+
+    def ack(self, n: int = 1) -> None:
+        super().ack(n)
+        if self.remaining <= 0:
+            self._resolve()
+
+    def fail(self, reason: str) -> None:
+        super().fail(reason)
+        self._resolve()
+
+    def _resolve(self) -> None:
+        try:
+            self._loop.call_soon_threadsafe(_settle, self.future)
+        except RuntimeError:  # the loop is closed: the source stopped, nobody waits any more
+            pass
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class Counters:
     """Numbers a source logs when it stops (and a test reads); updated by several threads under a lock."""
 
@@ -234,9 +271,9 @@ class QueueingSourceTask(SourceTask):
         self.max_event_bytes = 1 << 20
         self._max_pending = 100_000
         self._batch_size = 5000
-        # (log event values, their request's ticket, True) from offer_events; (SourceRecords, ticket, False)
+        # (values, their request's ticket, the values' schema) from offer_values; (SourceRecords, ticket, None)
         # from offer
-        self._queue: collections.deque[tuple[list[Any], Ticket | None, bool]] = collections.deque()
+        self._queue: collections.deque[tuple[list[Any], Ticket | None, Schema | None]] = collections.deque()
         self._queued = 0
         self._cond = threading.Condition()
         # id(polled batch) -> (the batch, kept alive; (ticket, its events in the batch)...), until commit_batch
@@ -272,14 +309,19 @@ class QueueingSourceTask(SourceTask):
         if ticket is not None and not isinstance(self, AcknowledgesRecords):
             raise TypeError(f"{type(self).__name__} offers records with a ticket but does not acknowledge records: "
                             "inherit AcknowledgesRecords, or offer_events")
-        return self._put(records, ticket, False, wait)
+        return self._put(records, ticket, None, wait)
 
     def offer_events(self, events: list[Any], ticket: Ticket | None, wait: float = 0.0) -> bool:
         """Queue log event values (Structs of the log event schema) for ``topic``; ``ticket`` completes once
         the log has all of them. False (nothing queued) when the queue is full for ``wait`` s or stopping."""
-        return self._put(events, ticket, True, wait)
+        return self._put(events, ticket, LOG_EVENT_SCHEMA, wait)
 
-    def _put(self, items: list[Any], ticket: Ticket | None, events: bool, wait: float) -> bool:
+    def offer_values(self, values: list[Any], schema: Schema, ticket: Ticket | None, wait: float = 0.0) -> bool:
+        """``offer_events`` for values of any ``schema`` (one object per kind of value: consecutive requests
+        of the same schema object share a polled batch)."""
+        return self._put(values, ticket, schema, wait)
+
+    def _put(self, items: list[Any], ticket: Ticket | None, schema: Schema | None, wait: float) -> bool:
         deadline = time.monotonic() + wait
         with self._cond:
             while True:
@@ -292,7 +334,7 @@ class QueueingSourceTask(SourceTask):
                 if left <= 0:
                     return False
                 self._cond.wait(min(left, 0.1))
-            self._queue.append((items, ticket, events))
+            self._queue.append((items, ticket, schema))
             self._queued += len(items)
             self._cond.notify_all()
         return True
@@ -303,34 +345,34 @@ class QueueingSourceTask(SourceTask):
         taken: list[Any] = []
         tickets: list[tuple[Ticket, int]] = []  # of event values: each request's ticket and its count
         record_tickets: list[tuple[list[SourceRecord], Ticket]] = []  # of records: acknowledged one by one
-        events = False
+        schema: Schema | None = None
         with self._cond:
             if not self._queue and not self._stopping.is_set():
                 self._cond.wait(timeout)
             queue = self._queue
             if queue:
-                events = queue[0][2]
-                # one kind per poll: event values become one batch, records a list
-                while queue and len(taken) < self._batch_size and queue[0][2] is events:
+                schema = queue[0][2]
+                # one kind per poll: values of one schema become one batch, records a list
+                while queue and len(taken) < self._batch_size and queue[0][2] is schema:
                     items, ticket, _ = queue.popleft()
                     self._queued -= len(items)
                     taken.extend(items)
                     if ticket is not None:
-                        if events:
+                        if schema is not None:
                             tickets.append((ticket, len(items)))
                         else:
                             record_tickets.append((items, ticket))
                 self._cond.notify_all()  # room for blocked offers
         if not taken:
             return None
-        if not events:
+        if schema is None:
             if record_tickets:
                 with self._waiting_lock:
                     for records, ticket in record_tickets:
                         for record in records:
                             self._waiting_records[id(record)] = (record, ticket)
             return taken
-        batch = SourceRecordBatch(self.topic, taken, value_schema=LOG_EVENT_SCHEMA,
+        batch = SourceRecordBatch(self.topic, taken, value_schema=schema,
                                   timestamp=int(time.time() * 1000))
         if tickets:
             with self._waiting_lock:

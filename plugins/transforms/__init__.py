@@ -2,7 +2,8 @@
 
 Class names match Kafka's simple names; the ``$Key`` / ``$Value`` variants
 are the nested classes ``Key`` and ``Value`` (``InsertField.Value`` for
-``org.apache.kafka.connect.transforms.InsertField$Value``).
+``org.apache.kafka.connect.transforms.InsertField$Value``). InsertTimestampHeader is Headrace's own (what Flume's
+timestamp interceptor adds).
 """
 
 from plugins.transforms.cast import Cast
@@ -14,6 +15,7 @@ from plugins.transforms.header_from import HeaderFrom
 from plugins.transforms.hoist_field import HoistField
 from plugins.transforms.insert_field import InsertField
 from plugins.transforms.insert_header import InsertHeader
+from plugins.transforms.insert_timestamp_header import InsertTimestampHeader
 from plugins.transforms.mask_field import MaskField
 from plugins.transforms.regex_router import RegexRouter
 from plugins.transforms.replace_field import ReplaceField
@@ -32,6 +34,7 @@ __all__ = [
     "HoistField",
     "InsertField",
     "InsertHeader",
+    "InsertTimestampHeader",
     "MaskField",
     "RegexRouter",
     "ReplaceField",

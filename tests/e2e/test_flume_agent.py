@@ -5,6 +5,7 @@ cannot honour are refused at start with one line per key."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import textwrap
@@ -94,13 +95,99 @@ def test_keys_it_cannot_honour_are_refused_at_start_one_line_each(tmp_path):
                          ("a1.sinks.k1.type = file_roll", "a1.sinks.k1.type = hdfs")]:
         text = text.replace(right, wrong)
     conf = tmp_path / "flume.conf"
-    conf.write_text(text + "a1.sources.r2.type = exec\na1.sources = r1 r2\na1.sources.r2.channels = c1\n")
+    conf.write_text(text + "a1.sources.r2.type = spooldir\na1.sources = r1 r2\na1.sources.r2.channels = c1\n")
     done = run_cli(["headrace", "flume-agent", "--conf-file", str(conf), "--name", "a1", "--work-dir",
                     str(tmp_path / "work")])
     err = done.stderr.decode()
     assert done.returncode != 0, err
     for line in ["a1.channels.c1.capactiy = 1000: not a key Headrace knows for a memory channel",
-                 "a1.sources.r2.type = exec: Headrace has no exec source",
+                 "a1.sources.r2.type = spooldir: Headrace has no spooling-directory source",
                  "a1.sinks.k1.type = hdfs: not translated yet; run an HdfsSparkSink"]:
         assert sum(line in ln for ln in err.splitlines()) == 1, err
     assert "Traceback" not in err and not (tmp_path / "work").exists()
+
+
+NETCAT_TO_LOGGER = textwrap.dedent("""
+    # the Flume User Guide's first example, as it is there (but for the port)
+    a1.sources = r1
+    a1.sinks = k1
+    a1.channels = c1
+
+    # Describe/configure the source
+    a1.sources.r1.type = netcat
+    a1.sources.r1.bind = localhost
+    a1.sources.r1.port = {port}
+
+    # Describe the sink
+    a1.sinks.k1.type = logger
+
+    # Use a channel which buffers events in memory
+    a1.channels.c1.type = memory
+    a1.channels.c1.capacity = 1000
+    a1.channels.c1.transactionCapacity = 100
+
+    # Bind the source and sink to the channel
+    a1.sources.r1.channels = c1
+    a1.sinks.k1.channel = c1
+""")
+
+EXEC_TO_FILE_ROLL = textwrap.dedent("""
+    a1.sources = r1
+    a1.sinks = k1
+    a1.channels = c1
+    a1.sources.r1.type = exec
+    a1.sources.r1.command = for i in $(seq 1 500); do echo "line $i"; done
+    a1.sources.r1.shell = /bin/bash -c
+    a1.sources.r1.channels = c1
+    a1.sources.r1.interceptors = f
+    a1.sources.r1.interceptors.f.type = regex_filter
+    a1.sources.r1.interceptors.f.regex = 7$
+    a1.sources.r1.interceptors.f.excludeEvents = true
+    a1.channels.c1.type = file
+    a1.sinks.k1.type = file_roll
+    a1.sinks.k1.channel = c1
+    a1.sinks.k1.sink.directory = {out}
+    a1.sinks.k1.sink.rollInterval = 1
+""")
+
+
+def _agent(tmp_path: Path, text: str) -> CliProcess:
+    conf = tmp_path / "flume.conf"
+    conf.write_text(text)
+    exe = Path(sys.executable).with_name("headrace")
+    return CliProcess([str(exe), "flume-agent", "--conf-file", str(conf), "--name", "a1", "--work-dir",
+                       str(tmp_path / "work")], tmp_path, "agent.log").start()
+
+
+@pytest.mark.slow
+def test_the_user_guides_netcat_to_logger_example_runs_unchanged(tmp_path):
+    port = free_port()
+    agent = _agent(tmp_path, NETCAT_TO_LOGGER.format(port=port))
+    try:
+        wait_until(lambda: "[a1-r1|task-0] listening on" in agent.log() or not agent.alive(), 60,
+                   what="the agent's netcat source")
+        assert agent.alive(), agent.log()
+        with socket.create_connection(("localhost", port), timeout=30) as sock:
+            sock.sendall(b"Hello world!\r\n")
+            assert sock.recv(16) == b"OK\n"  # answered once the log has it
+        wait_until(lambda: "Hello world!" in agent.log(), 30, what="the logger sink to log the event")
+    finally:
+        assert agent.terminate() == 0, agent.log()
+
+
+@pytest.mark.slow
+def test_exec_to_file_roll_runs_the_command_and_filters_its_lines(tmp_path):
+    out = tmp_path / "out"
+    agent = _agent(tmp_path, EXEC_TO_FILE_ROLL.format(out=out))
+
+    def lines() -> list[str]:
+        return [ln for f in sorted(out.glob("*-*")) for ln in f.read_text().splitlines()]
+
+    expected = [f"line {i}" for i in range(1, 501) if not str(i).endswith("7")]
+    try:
+        wait_until(lambda: len(lines()) >= len(expected) or not agent.alive(), 60, what="the command's lines")
+        assert agent.alive(), agent.log()
+    finally:
+        assert agent.terminate() == 0, agent.log()
+    assert lines() == expected
+    assert "exec source a1-r1: running" in agent.log() and "the command ended (exit 0)" in agent.log()
