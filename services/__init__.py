@@ -1,4 +1,4 @@
-"""Real services (Kafka, Apache Kafka Connect, HDFS, OpenSearch, Elasticsearch, Redis) on loopback
+"""Real services (Kafka, Apache Kafka Connect, HDFS, OpenSearch, Elasticsearch, Redis, a Spark cluster) on loopback
 for tests and local runs.
 
 ``get_service("kafka")`` returns the class; ``python -m services`` is the
@@ -23,6 +23,8 @@ SERVICES: dict[str, str] = {
     "opensearch": "services.opensearch:OpenSearchService",
     "elasticsearch": "services.elasticsearch:ElasticsearchService",
     "redis": "services.redis:RedisService",
+    # a Spark standalone cluster (a master and two workers) from the installed PySpark's jars
+    "spark": "services.spark:SparkCluster",
     # jars only (Spark's Kafka connector and Avro module): 'fetch' works, 'start' says there is nothing to start
     "spark-kafka": "services.spark_kafka:SparkKafkaJars",
     # Apache Flume 1.11.0: "flume" is jars only (client, agent, Log4j 2's FlumeAppender); "flume-agent" a real agent

@@ -209,6 +209,11 @@ class HdfsSparkSinkTask(SparkSinkTask):
         # shuffle is needed: the files of a topic-partition carry the offset range it had in this batch.
         ranges = self._batch_ranges(cached if cached is not None else df, batch_id)
         ranged = time.monotonic()
+        if not ranges:  # an empty micro-batch (Spark runs them, e.g. to advance a watermark): nothing to write
+            if cached is not None:
+                cached.unpersist()
+            log.debug("%s: batch %d is empty", self.name, batch_id)
+            return
         lookup = F.concat_ws(":", "topic", F.col("partition").cast("string"))
         starts = F.create_map(*[x for (t, p), (lo, _) in ranges.items() for x in (F.lit(f"{t}:{p}"), F.lit(lo))])
         ends = F.create_map(*[x for (t, p), (_, hi) in ranges.items() for x in (F.lit(f"{t}:{p}"), F.lit(hi))])

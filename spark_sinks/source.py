@@ -12,7 +12,7 @@ from typing import Any
 
 from spark_sinks.config import topics_of
 
-__all__ = ["read_stream"]
+__all__ = ["read_kafka_range", "read_stream"]
 
 COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestamp_ms", "headers")
 
@@ -54,3 +54,28 @@ def read_stream(spark: Any, config: Mapping[str, Any], log_settings: Mapping[str
             reader = reader.option("knownStart", known_start)
         df = reader.load().withColumn("timestamp", F.timestamp_millis("timestamp_ms"))
     return df.select(*COLUMNS)
+
+
+def read_kafka_range(spark: Any, log_settings: Mapping[str, str], start: str, end: str) -> Any:
+    """The records of Kafka between two offset maps (JSON, ``{"topic": {"partition": offset}}``, the form of a
+    Kafka query's offset log) as a batch DataFrame with the streaming columns. Partitions of ``end`` missing
+    from ``start`` are read from their beginning."""
+    import json
+
+    from pyspark.sql import functions as F
+
+    ends = json.loads(end)
+    starts = json.loads(start)
+    assign = {t: sorted(int(p) for p in parts) for t, parts in ends.items()}
+    first = {t: {p: starts.get(t, {}).get(p, -2) for p in parts} for t, parts in ends.items()}
+    reader = (spark.read.format("kafka")
+              .option("kafka.bootstrap.servers", log_settings["bootstrap.servers"])
+              .option("assign", json.dumps(assign))
+              .option("startingOffsets", json.dumps(first))
+              .option("endingOffsets", json.dumps(ends))
+              .option("failOnDataLoss", "false")
+              .option("includeHeaders", "true"))
+    for key, value in log_settings.items():
+        if key != "bootstrap.servers":
+            reader = reader.option(f"kafka.{key}", value)
+    return reader.load().withColumn("timestamp_ms", F.unix_millis("timestamp")).select(*COLUMNS)

@@ -33,6 +33,8 @@ __all__ = ["SparkSinkTask"]
 log = logging.getLogger(__name__)
 
 _POLL_SECONDS = 0.5
+# an entry of a query's commit log, as Spark writes it for a query without watermarks
+_COMMIT_LOG_ENTRY = 'v1\n{"nextBatchWatermarkMs":0}'
 # kept in the checkpoint folder by the task: the offsets a query on the embedded log started from
 INITIAL_OFFSETS_FILE = "headrace-starting-offsets.json"
 
@@ -82,12 +84,23 @@ class SparkSinkTask(StreamingSinkTask):
         self._started = time.time()
         self._progress: dict[str, Any] = {"query": "STARTING"}
         self.checkpoint = str(self.config.get(CHECKPOINT_LOCATION) or "").strip() or self.default_checkpoint()
+        self._refuse_embedded_log_on_a_cluster(str(self.props.get("spark.master") or "").strip())
+
+    def _refuse_embedded_log_on_a_cluster(self, master: str) -> None:
+        """Executors of a cluster run on other hosts and read the topics themselves: an embedded log is on
+        this worker's disk only, so a query on a cluster would find nothing there (or another host's files)."""
+        if master and not master.startswith("local") and "embedded.log.dir" in self.context.log_settings():
+            raise ConnectException(
+                f"{self.name}: spark.master={master} runs executors on other hosts, which cannot read this worker's "
+                "embedded log; run the worker on Kafka (bootstrap.servers) to use a Spark cluster, or use "
+                "spark.master=local[*]")
 
     def run(self) -> None:
         from spark_sinks.session import spark_session
 
         spark = spark_session(self.props)
         self._spark = spark
+        self._refuse_embedded_log_on_a_cluster(str(spark.sparkContext.master))  # spark-submit's --master, say
         if self._stopping.is_set():
             return
         self.prepare(spark)
@@ -154,6 +167,7 @@ class SparkSinkTask(StreamingSinkTask):
                 starting = json.dumps(initial_offsets(settings, starting, topics, regex), sort_keys=True)
                 self._write_checkpoint_file(INITIAL_OFFSETS_FILE, starting)
         else:
+            self._finish_planned_batch(spark)
             known_start = self._checkpoint_last_offsets(spark) or ""
             if "embedded.log.dir" in settings:
                 starting = self._read_checkpoint_file(INITIAL_OFFSETS_FILE) or starting
@@ -210,18 +224,56 @@ class SparkSinkTask(StreamingSinkTask):
         except Exception:  # unknown: let Spark decide from the checkpoint itself
             return True
 
-    def _checkpoint_last_offsets(self, spark: Any) -> str | None:
-        """The source offsets (JSON) of the last batch in the checkpoint's offset log, where the query resumes."""
+    def _last_batch_in(self, spark: Any, log_name: str) -> int | None:
+        """The highest batch id in the checkpoint's ``offsets`` or ``commits`` log; None if none or unknown."""
         try:
             jvm = spark._jvm
-            folder = jvm.org.apache.hadoop.fs.Path(self.checkpoint.rstrip("/") + "/offsets")
+            folder = jvm.org.apache.hadoop.fs.Path(f"{self.checkpoint.rstrip('/')}/{log_name}")
             fs = folder.getFileSystem(spark._jsc.hadoopConfiguration())
+            if not fs.exists(folder):
+                return None
             batches = [int(st.getPath().getName()) for st in fs.listStatus(folder)
                        if st.getPath().getName().isdigit()]
-        except Exception:  # only an optimisation: without it the first batch is not capped
-            log.debug("%s: could not list the checkpoint's offset log", self.name, exc_info=True)
+        except Exception:  # the callers fall back to what Spark does by itself
+            log.debug("%s: could not list the checkpoint's %s log", self.name, log_name, exc_info=True)
             return None
-        return self.read_offset_log(max(batches), spark) if batches else None
+        return max(batches) if batches else None
+
+    def _checkpoint_last_offsets(self, spark: Any) -> str | None:
+        """The source offsets (JSON) of the last batch in the checkpoint's offset log, where the query resumes."""
+        last = self._last_batch_in(spark, "offsets")
+        return self.read_offset_log(last, spark) if last is not None else None
+
+    def _finish_planned_batch(self, spark: Any) -> None:
+        """On Kafka, write a batch the query planned (offset log) but did not commit, outside the streaming query,
+        and mark it committed.
+
+        Why: Spark 4.1.1's Kafka source fails a query whose first batch after a start replays such a batch (its
+        progress metrics read offsets that only the planning of a new batch sets: SPARK-55271), so after a crash
+        mid-batch the query would fail at every start. The batch is read between the same two offset log entries
+        the query would use, and ``write_batch`` takes its ranges from those entries too: the files are the ones
+        the replay would have written, so exactly once holds.
+        """
+        settings = self.context.log_settings()
+        if not settings.get("bootstrap.servers"):
+            return
+        planned = self._last_batch_in(spark, "offsets")
+        if planned is None:
+            return
+        committed = self._last_batch_in(spark, "commits")
+        if committed is not None and committed >= planned:
+            return
+        end, before = self.read_offset_log(planned, spark), self.read_offset_log(planned - 1, spark)
+        if not end or not before:
+            log.warning("%s: batch %d was planned but not committed, and its offsets are not all readable; leaving "
+                        "it to Spark", self.name, planned)
+            return
+        from spark_sinks.source import read_kafka_range
+
+        log.info("%s: writing batch %d (planned before the last stop, not committed) before the query starts",
+                 self.name, planned)
+        self._on_batch(read_kafka_range(spark, settings, before, end), planned)
+        self._write_checkpoint_file(f"commits/{planned}", _COMMIT_LOG_ENTRY)
 
     def read_offset_log(self, batch_id: int, spark: Any = None) -> str | None:
         """The source offsets (JSON text) that batch ``batch_id`` ends at, from the query's offset log; for

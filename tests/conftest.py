@@ -32,6 +32,7 @@ FIXTURE_MARKERS = {
     "java_connect": "kafka",
     "spark": "spark",
     "hdfs": "spark",
+    "spark_cluster": "spark",
     "opensearch": "spark",
     "elasticsearch": "spark",
     "redis_service": "redis",

@@ -19,6 +19,7 @@ from services.kafka import KafkaService
 from services.kafka_connect import JavaConnectService
 from services.opensearch import OpenSearchService
 from services.redis import RedisService
+from services.spark import SparkCluster
 
 S = TypeVar("S", bound=Service)
 
@@ -74,6 +75,15 @@ def hdfs() -> Iterator[HdfsService]:
     A test that stops it must ``start()`` it again before it ends (same ports, same data).
     """
     yield from _running(HdfsService())
+
+
+@pytest.fixture(scope="session")
+def spark_cluster() -> Iterator[SparkCluster]:
+    """A Spark standalone cluster (a master and two one-core workers) for the whole session.
+
+    A test that kills a worker must ``start()`` it again before it ends.
+    """
+    yield from _running(SparkCluster(workers=2, cores=1, memory="1500m"))
 
 
 @pytest.fixture(scope="session")

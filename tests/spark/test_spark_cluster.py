@@ -1,0 +1,99 @@
+"""The Spark sinks on a Spark standalone cluster (services/spark.py: a master and two workers): the worker's task
+is the driver, the executors run on the cluster and read the topics from Kafka. Records land exactly once across
+a kill -9 of one Spark worker process and of the Headrace worker; the application shows on the master. An
+embedded log with a cluster master is refused at start, pointing to Kafka."""
+
+from __future__ import annotations
+
+import collections
+import json
+import time
+import uuid
+
+import pytest
+
+from spark_sinks.hdfs import HdfsSparkSinkTask
+from spark_sinks.session import extra_jars
+from tests.spark.support import InProcessTask, Worker, connector_file, hdfs_records, wait_until
+
+TOTAL = 200_000
+
+
+def test_an_embedded_log_with_a_cluster_master_is_refused_at_start_pointing_to_kafka(tmp_path):
+    props = {"name": "on-cluster", "connector.class": "HdfsSparkSink", "topics": "t", "hdfs.url": "hdfs://h:8020",
+             "spark.master": "spark://10.0.0.5:7077"}
+    with pytest.raises(Exception) as info:
+        InProcessTask(HdfsSparkSinkTask, props, tmp_path / "data", tmp_path / "state")
+    message = str(info.value)
+    assert "spark.master=spark://10.0.0.5:7077" in message and "embedded log" in message
+    assert "bootstrap.servers" in message and "\n" not in message
+
+
+def _produce(bootstrap: str, topic: str, start: int, count: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "queue.buffering.max.messages": 500_000})
+    # times from a few hours ago (older ones would fall to the broker's retention), 100 records an hour apart:
+    # several hour folders
+    base = (int(time.time()) // 3600 - 6) * 3_600_000
+    for i in range(start, start + count):
+        producer.produce(topic, json.dumps({"id": i, "n": i % 97, "name": f"user-{i}"}).encode(),
+                         timestamp=base + i * 36_000 % (6 * 3_600_000))
+        if i % 50_000 == 0:
+            producer.flush(60)
+    assert producer.flush(60) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_records_land_in_hdfs_exactly_once_on_the_cluster_across_worker_and_executor_kills(
+        tmp_path, kafka, hdfs, spark_cluster):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    if not any("spark-sql-kafka" in j for j in extra_jars()):
+        pytest.fail("Spark's Kafka jars are not fetched: python -m services fetch spark-kafka", pytrace=False)
+    topic, root = f"orders-{uuid.uuid4().hex[:8]}", f"/cluster-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+    _produce(kafka.bootstrap_servers, topic, 0, TOTAL // 2)
+    sink = connector_file(tmp_path, "cluster-hdfs", connector__class="HdfsSparkSink", topics=topic,
+                          hdfs__url=hdfs.url, topics__dir=f"{root}/topics", logs__dir=f"{root}/logs",
+                          format="parquet", path__format="dt=YYYY-MM-dd/hour=HH",
+                          value__schema="id BIGINT, n BIGINT, name STRING", max__offsets__per__trigger=20_000,
+                          trigger__interval__ms=500, **{"spark.master": spark_cluster.master_url,
+                                                       "spark.driver.memory": "768m",
+                                                       "spark.executor.memory": "768m",
+                                                       "spark.cores.max": "2",
+                                                       "spark.sql.shuffle.partitions": "2"})
+    worker = Worker(tmp_path, sink, bootstrap_servers=kafka.bootstrap_servers,
+                    offset_storage_file_filename=tmp_path / "connect.offsets")
+    # the worker runs on Kafka: no embedded log
+    worker.config.write_text("\n".join(line for line in worker.config.read_text().splitlines()
+                                       if not line.startswith("embedded.log.dir")) + "\n")
+    worker.start()
+    try:
+        landed = wait_until(lambda: (n := worker.metrics("cluster-hdfs").get("records_total", 0)) >= 20_000 and n,
+                            300, interval=1.0, what="the first batches on the cluster")
+        apps = spark_cluster.state().get("activeapps", [])
+        assert any(a.get("name") == "headrace-spark-sinks" for a in apps), apps
+        spark_cluster.worker(0).kill()  # an executor's host dies mid-stream: Spark reruns its tasks elsewhere
+        _produce(kafka.bootstrap_servers, topic, TOTAL // 2, TOTAL // 4)
+        landed = wait_until(lambda: (n := worker.metrics("cluster-hdfs").get("records_total", 0)) > landed + 20_000
+                            and n, 300, interval=1.0, what="batches after the Spark worker's kill")
+        worker.kill9()
+        assert landed < TOTAL
+    finally:
+        if worker.proc is not None and worker.proc.alive():
+            worker.kill9()
+        spark_cluster.worker(0).start()
+    _produce(kafka.bootstrap_servers, topic, TOTAL * 3 // 4, TOTAL // 4)
+    worker.start()
+    try:
+        worker.wait_landed("cluster-hdfs", 1, timeout=300)
+        wait_until(lambda: len({r["id"] for r in hdfs_records(hdfs.client(), f"{root}/topics/{topic}")}) >= TOTAL,
+                   300, interval=2.0, what=f"{TOTAL} records in HDFS")
+    finally:
+        worker.stop()
+    ids = collections.Counter(r["id"] for r in hdfs_records(hdfs.client(), f"{root}/topics/{topic}"))
+    assert len(ids) == TOTAL and set(ids.values()) == {1}, collections.Counter(ids.values())
+    assert "spark://" in worker.log() and "Starting a Spark session (master spark://" in worker.log()
