@@ -1,6 +1,7 @@
 """The Spark sinks on a Spark standalone cluster (services/spark.py: a master and two workers): the worker's task
-is the driver, the executors run on the cluster and read the topics from Kafka. Records land exactly once across
-a kill -9 of one Spark worker process and of the Headrace worker; the application shows on the master. An
+is the driver, the executors run on the cluster and read the topics from Kafka. Records land in HDFS and in
+OpenSearch exactly once across a kill -9 of one Spark worker process and of the Headrace worker; the
+application shows on the master. An
 embedded log with a cluster master is refused at start, pointing to Kafka."""
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ def _produce(bootstrap: str, topic: str, start: int, count: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_records_land_in_hdfs_exactly_once_on_the_cluster_across_worker_and_executor_kills(
-        tmp_path, kafka, hdfs, spark_cluster):
+def test_records_land_in_hdfs_and_opensearch_exactly_once_on_the_cluster_across_worker_and_executor_kills(
+        tmp_path, kafka, hdfs, opensearch, spark_cluster):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     if not any("spark-sql-kafka" in j for j in extra_jars()):
@@ -65,7 +66,11 @@ def test_records_land_in_hdfs_exactly_once_on_the_cluster_across_worker_and_exec
                                                        "spark.executor.memory": "768m",
                                                        "spark.cores.max": "2",
                                                        "spark.sql.shuffle.partitions": "2"})
-    worker = Worker(tmp_path, sink, bootstrap_servers=kafka.bootstrap_servers,
+    search = connector_file(tmp_path, "cluster-search", connector__class="ElasticsearchSparkSink", topics=topic,
+                            connection__url=opensearch.url, key__ignore="true", batch__size=2000,
+                            max__offsets__per__trigger=20_000, trigger__interval__ms=500,
+                            **{"spark.master": spark_cluster.master_url})
+    worker = Worker(tmp_path, sink, search, bootstrap_servers=kafka.bootstrap_servers,
                     offset_storage_file_filename=tmp_path / "connect.offsets")
     # the worker runs on Kafka: no embedded log
     worker.config.write_text("\n".join(line for line in worker.config.read_text().splitlines()
@@ -92,8 +97,12 @@ def test_records_land_in_hdfs_exactly_once_on_the_cluster_across_worker_and_exec
         worker.wait_landed("cluster-hdfs", 1, timeout=300)
         wait_until(lambda: len({r["id"] for r in hdfs_records(hdfs.client(), f"{root}/topics/{topic}")}) >= TOTAL,
                    300, interval=2.0, what=f"{TOTAL} records in HDFS")
+        worker.wait_landed("cluster-search", TOTAL // 4, timeout=300)  # caught up (no lag) since the restart
     finally:
         worker.stop()
     ids = collections.Counter(r["id"] for r in hdfs_records(hdfs.client(), f"{root}/topics/{topic}"))
     assert len(ids) == TOTAL and set(ids.values()) == {1}, collections.Counter(ids.values())
+    client = opensearch.client()
+    client.indices.refresh(index=topic)
+    assert client.count(index=topic)["count"] == TOTAL  # one document per record: replays overwrote theirs
     assert "spark://" in worker.log() and "Starting a Spark session (master spark://" in worker.log()
