@@ -396,9 +396,9 @@
     function currentConfig() {
       const config = { ...original };
       for (const [key, field] of Object.entries(fields)) {
+        // an empty field means "the default" (shown as its placeholder); what was typed is kept as typed
         const value = field.input.value;
-        const fallback = field.definition.default_value;
-        if (value === "" || (value === fallback && !(key in original))) delete config[key];
+        if (value === "") delete config[key];
         else config[key] = value;
       }
       config["connector.class"] = classSelect.value;
