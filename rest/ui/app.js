@@ -259,24 +259,28 @@
     let gone = false;
 
     const buttons = {};
+    async function run(key, label, fn) {
+      busy = true;
+      Object.values(buttons).forEach((b) => { b.disabled = true; });
+      try {
+        await fn();
+        // the time tells a restart that worked from one whose tasks failed again at once
+        showMessage(`${label}: done for ${name} at ${new Date().toLocaleTimeString()}`, "info");
+        if (key === "delete") { gone = true; keepMessage = true; location.hash = "#/"; return; }
+        await refreshAll();
+        if (key === "reset-offsets") await loadOffsets();
+      } catch (e) {
+        showMessage(`${label} failed for ${name}: ${e.message}`, "error");
+      } finally {
+        busy = false;
+        render();
+      }
+    }
     function action(key, label, fn, opts) {
       const button = el("button", { type: "button", id: `action-${key}`, class: (opts && opts.danger) ? "danger" : "" }, label);
       button.addEventListener("click", async () => {
         if (opts && opts.confirm && !window.confirm(opts.confirm)) return;
-        busy = true;
-        Object.values(buttons).forEach((b) => { b.disabled = true; });
-        try {
-          await fn();
-          showMessage(`${label}: done for ${name}`, "info");
-          if (key === "delete") { gone = true; keepMessage = true; location.hash = "#/"; return; }
-          await refreshAll();
-          if (key === "reset-offsets") await loadOffsets();
-        } catch (e) {
-          showMessage(`${label} failed for ${name}: ${e.message}`, "error");
-        } finally {
-          busy = false;
-          render();
-        }
+        await run(key, label, fn);
       });
       buttons[key] = button;
       actions.append(button);
@@ -289,7 +293,10 @@
     action("restart-failed", "Restart failed tasks", () => api("POST", `${base}/restart?includeTasks=true&onlyFailed=true`));
     action("reset-offsets", "Reset offsets", () => api("DELETE", `${base}/offsets`),
            { danger: true, confirm: `Reset all committed offsets of ${name}? It will start from the beginning.` });
-    action("edit", "Edit config", async () => { location.hash = `#/edit/${enc(name)}`; });
+    const editButton = el("button", { type: "button", id: "action-edit" }, "Edit config");
+    editButton.addEventListener("click", () => { gone = true; location.hash = `#/edit/${enc(name)}`; });
+    buttons.edit = editButton;
+    actions.append(editButton);
     action("delete", "Delete", () => api("DELETE", base), { danger: true, confirm: `Delete connector ${name}?` });
 
     async function loadOffsets() {
@@ -311,7 +318,8 @@
       el("h3", { text: "Throughput (records/s)" }), chartBox,
       el("h3", { text: "Tasks" }),
       el("table", { id: "tasks" }, el("thead", {}, el("tr", {},
-        el("th", { text: "Task" }), el("th", { text: "State" }), el("th", { text: "Worker" }), el("th", { text: "Trace" }))), tasksBody),
+        el("th", { text: "Task" }), el("th", { text: "State" }), el("th", { text: "Worker" }), el("th", { text: "" }),
+        el("th", { text: "Trace" }))), tasksBody),
       el("h3", { text: "Offsets" }),
       el("table", { id: "offsets" }, el("thead", {}, el("tr", {},
         el("th", { text: "Partition" }), el("th", { text: "Offset" }))), offsetsBody),
@@ -355,6 +363,9 @@
         el("td", { text: String(t.id) }),
         el("td", {}, stateCell(t.state)),
         el("td", { text: t.worker_id || "" }),
+        el("td", {}, el("button", { type: "button", class: "task-restart", disabled: busy,
+                                    onclick: () => run("restart-task", `Restart task ${t.id}`,
+                                                       () => api("POST", `${base}/tasks/${t.id}/restart`)) }, "Restart")),
         el("td", {}, t.trace ? el("pre", { class: "trace", text: t.trace }) : ""))));
       const config = (entry.info && entry.info.config) || {};
       configBody.replaceChildren(...Object.keys(config).sort().map((key) => {

@@ -201,6 +201,12 @@ def test_list_filter_open_pause_and_resume(session: PageSession, worker: RestWor
     page.goto(f"{worker.url}/ui#/connector/list-failing")
     sync_api.expect(page.locator("#tasks pre.trace")).to_contain_text("ui test: this task always fails")
     sync_api.expect(page.locator("#action-restart-failed")).to_be_enabled()
+    page.click("#action-restart-failed")
+    sync_api.expect(page.locator("#message")).to_contain_text("Restart failed tasks: done for list-failing at ")
+    page.locator("#tasks tr[data-task='0'] button.task-restart").click()
+    sync_api.expect(page.locator("#message")).to_contain_text("Restart task 0: done for list-failing at ")
+    # it fails again at once: the trace is back
+    sync_api.expect(page.locator("#tasks pre.trace")).to_contain_text("ui test: this task always fails")
     session.shot("failed-task")
 
 
