@@ -6,6 +6,7 @@
 (function () {
   const REFRESH_MS = 2000;
   const HISTORY_POINTS = 60;
+  const REQUEST_TIMEOUT_MS = 15000;
   const SECRET_KEY = /(password|passwd|secret|token|credential|api[._-]?key|private[._-]?key|jaas)/i;
   const REFERENCE = /\$\{[^}]*\}/;
   const MASK = "********";
@@ -43,7 +44,9 @@
   }
 
   async function api(method, path, body) {
-    const init = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
+    // a worker that stops answering must not stall the refresh loop for good
+    const init = { method, credentials: "same-origin", headers: { Accept: "application/json" },
+                   signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) };
     if (body !== undefined) {
       init.headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
@@ -554,6 +557,10 @@
 
   async function loop() {
     const indicator = document.getElementById("refresh-state");
+    if (document.hidden && store.loaded) { // a tab nobody looks at does not poll the worker
+      setTimeout(loop, REFRESH_MS);
+      return;
+    }
     try {
       await refreshAll();
       indicator.textContent = `updated ${new Date().toLocaleTimeString()}`;
