@@ -42,12 +42,14 @@ FIXTURE_MARKERS = {
 MARKER_PACKAGES = {
     "redis": (("redis",), "pip install -e '.[test]' (scripts/install.sh)"),
     "spark": (("pyspark", "hdfs", "opensearchpy", "elasticsearch"), "pip install -e '.[test]' (scripts/install.sh)"),
+    "browser": (("playwright",), "pip install -e '.[test]' (scripts/install.sh)"),
 }
 # fixture -> command-line tool it hands to the test, with how to get it
 FIXTURE_TOOLS = {
     "kcat": ("kcat", "apt-get install -y kcat (scripts/install.sh)"),
     "redis_service": ("redis-server", "apt-get install -y redis-server (scripts/install.sh)"),
     "redis_factory": ("redis-server", "apt-get install -y redis-server (scripts/install.sh)"),
+    "chromium": ("chromium", "apt-get install -y chromium chromium-driver (scripts/install.sh)"),
 }
 
 
@@ -106,4 +108,13 @@ def kcat() -> str:
     path = shutil.which("kcat")
     if path is None:
         pytest.fail("kcat is not installed: " + FIXTURE_TOOLS["kcat"][1], pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The path of Debian's chromium, the headless browser the status-page tests drive through Playwright."""
+    path = shutil.which("chromium")
+    if path is None:
+        pytest.fail("chromium is not installed: " + FIXTURE_TOOLS["chromium"][1], pytrace=False)
     return path
