@@ -60,6 +60,11 @@ def _worker_families(s: WorkerMetrics) -> Iterator[Metric]:
     yield GaugeMetricFamily("kafka_connect_worker_connector_count", "Connectors on this worker",
                             value=len(s.connectors))
     yield GaugeMetricFamily("kafka_connect_worker_task_count", "Tasks on this worker", value=len(s.tasks))
+    # what the group coordinator assigned this worker; a standalone worker runs everything itself
+    yield GaugeMetricFamily("kafka_connect_coordinator_assigned_connectors", "Connectors assigned to this worker",
+                            value=len(s.connectors))
+    yield GaugeMetricFamily("kafka_connect_coordinator_assigned_tasks", "Tasks assigned to this worker",
+                            value=len(s.tasks))
     for kind in ("connector", "task"):
         attempts = s.startup.get(f"{kind}_startup_attempts", 0)
         for what in ("attempts", "success", "failure"):
