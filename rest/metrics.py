@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from connect.runtime.herder import Herder
 from connect.runtime.metrics_snapshot import TaskMetrics, WorkerMetrics
@@ -49,7 +50,56 @@ class HerderMetricsCollector(Collector):
 
 
 def render_metrics(registry: CollectorRegistry) -> bytes:
-    return generate_latest(registry)
+    """The registry in the Prometheus text format, byte for byte what ``generate_latest`` writes.
+
+    ``generate_latest`` formats every sample's labels afresh (sorting, escaping; about 6 us a sample), which
+    alone took 80 ms for 800 tasks' 13,600 series. Here a task's label string is made once and shared by its
+    series, and values are formatted through a cache. Families of other types than counter and gauge go
+    through ``generate_latest`` (tests/observability checks both give the same bytes).
+    """
+    families = list(registry.collect())
+    if any(m.type not in ("counter", "gauge") for m in families):
+        return generate_latest(_Families(families))  # type: ignore[arg-type]
+    out: list[str] = []
+    append = out.append
+    label_strings: dict[tuple[tuple[str, str], ...], str] = {}
+    values = _VALUE_TEXT
+    if len(values) > 100_000:
+        values.clear()
+    for m in families:
+        name = m.name + "_total" if m.type == "counter" else m.name
+        doc = m.documentation.replace("\\", r"\\").replace("\n", r"\n")
+        append(f"# HELP {name} {doc}\n# TYPE {name} {m.type}\n")
+        for sample in m.samples:
+            value = values.get(sample.value)
+            if value is None:
+                value = values[sample.value] = floatToGoString(sample.value)
+            if not sample.labels:
+                append(f"{sample.name} {value}\n")
+                continue
+            key = tuple(sample.labels.items())
+            labels = label_strings.get(key)
+            if labels is None:
+                labels = label_strings[key] = ",".join(f'{k}="{_escape_label_value(v)}"' for k, v in sorted(key))
+            append(f"{sample.name}{{{labels}}} {value}\n")
+    return "".join(out).encode("utf-8")
+
+
+_VALUE_TEXT: dict[float, str] = {}
+
+
+def _escape_label_value(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"')
+
+
+class _Families:
+    """Already collected families, in the shape generate_latest reads."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> list[Metric]:
+        return self.families
 
 
 def _gauge(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricFamily:

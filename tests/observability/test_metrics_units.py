@@ -113,3 +113,20 @@ def test_metrics_route_needs_credentials_when_basic_auth_is_on(tmp_path) -> None
     assert client.get("/metrics").status_code == 401
     ok = client.get("/metrics", auth=("admin", "secret"))
     assert ok.status_code == 200 and b"kafka_connect_worker_task_count" in ok.data
+
+
+def test_fast_rendering_is_byte_for_byte_what_generate_latest_writes() -> None:
+    herder = SnapshotHerder()
+    herder.snapshot = WorkerMetrics(
+        "w1",
+        (ConnectorMetrics('odd "name"\\x\n', "x.Sink", "sink", "", "PAUSED", {"PAUSED": 2}),
+         ConnectorMetrics("s", "x.Source", "source", "2.1", "RUNNING", {})),
+        tuple(TaskMetrics('odd "name"\\x\n', t, "sink", "PAUSED", {"records_read": 10 ** 7 + t, "records_put": 0.5,
+                                                                   "partition_count": 1},
+                          {("topic", t): 3}, TaskRestartInfo(1, 3, 1_700_000_000_123)) for t in range(2)),
+        {"connector_startup_attempts": 3, "connector_startup_failure": 1}, {"completed_rebalances": 2, "epoch": 5,
+                                                                           "rebalancing": 0})
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(HerderMetricsCollector(herder))
+    from prometheus_client import generate_latest
+    assert render_metrics(registry) == generate_latest(registry)
