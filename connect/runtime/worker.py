@@ -425,8 +425,8 @@ class Worker:
         with self._lock:
             connectors = list(self._connectors.values())
             tasks = list(self._tasks.items())
-        failed_connectors = [name for name in self.status.connector_names() if name not in
-                             {wc.name for wc in connectors}]
+        running = {wc.name for wc in connectors}
+        failed_connectors = [name for name in self.status.connector_names() if name not in running]
         out_tasks: list[TaskMetrics] = []
         by_connector: dict[str, dict[str, int]] = {}
         committed: dict[ConnectorTaskId, dict[TopicPartition, int]] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from flask import Flask
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from connect.runtime.herder import ConnectorTaskId, State
@@ -13,7 +13,7 @@ from connect.runtime.metrics_snapshot import ConnectorMetrics, TaskMetrics, Task
 from connect.runtime.status import Status, StatusStore
 from connect.runtime.task_restarter import TaskAutoRestarter, TaskRestartPolicy
 from rest import create_app
-from rest.metrics import HerderMetricsCollector, render_metrics
+from rest.metrics import HerderMetricsCollector
 from tests.rest.rest_fake_herder import FakeHerder
 from tests.support import wait_until
 
@@ -75,9 +75,7 @@ class SnapshotHerder(FakeHerder):
 
 
 def _families(herder: SnapshotHerder) -> dict[str, list]:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(HerderMetricsCollector(herder))
-    text = render_metrics(registry).decode()
+    text = HerderMetricsCollector(herder).render().decode()
     return {f.name: f.samples for f in text_string_to_metric_families(text)}
 
 
@@ -127,6 +125,7 @@ def test_fast_rendering_is_byte_for_byte_what_generate_latest_writes() -> None:
         {"connector_startup_attempts": 3, "connector_startup_failure": 1}, {"completed_rebalances": 2, "epoch": 5,
                                                                            "rebalancing": 0})
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(HerderMetricsCollector(herder))
-    from prometheus_client import generate_latest
-    assert render_metrics(registry) == generate_latest(registry)
+    collector = HerderMetricsCollector(herder)
+    registry.register(collector)
+    fast, reference = collector.render(), generate_latest(registry)
+    assert fast == reference and b'odd \\"name\\"\\\\x\\n' in fast
