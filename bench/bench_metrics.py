@@ -122,8 +122,9 @@ def _count_lines(path: Path) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
 
 
-def pipeline_once(src: Path, lines: int, metrics_on: bool, interval: float) -> tuple[float, int]:
-    """lines/s from the first sink line to the last; and how many scrapes were made meanwhile."""
+def pipeline_once(src: Path, lines: int, metrics_on: bool, interval: float) -> tuple[float, int, float]:
+    """lines/s from the first sink line to the last; how many scrapes were made meanwhile; and, metrics on, the
+    worker's CPU ms per scrape of its two connectors (100 scrapes once the pipeline is done)."""
     with tempfile.TemporaryDirectory(prefix="headrace-bench-metrics-") as tmp:
         work = Path(tmp)
         port = free_port()
@@ -160,12 +161,21 @@ def pipeline_once(src: Path, lines: int, metrics_on: bool, interval: float) -> t
                     raise SystemExit(f"worker exited; see {work / 'worker.log'}")
                 time.sleep(0.02)
             done = time.perf_counter()
+            stop.set()
+            if thread.is_alive():
+                thread.join(30)
+            cpu_ms = 0.0
+            if metrics_on:
+                with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+                    cpu0 = _cpu_seconds(proc.pid)
+                    _timed(client, "/metrics", 100)
+                    cpu_ms = (_cpu_seconds(proc.pid) - cpu0) * 10
         finally:
             stop.set()
             if thread.is_alive():
                 thread.join(30)
             _stop(proc)
-        return lines / (done - (first or done - 1)), scrapes
+        return lines / (done - (first or done - 1)), scrapes, cpu_ms
 
 
 def cost_bench(args: argparse.Namespace) -> None:
@@ -177,18 +187,23 @@ def cost_bench(args: argparse.Namespace) -> None:
         off: list[float] = []
         on: list[float] = []
         scrapes = 0
+        cpu: list[float] = []
         for _ in range(args.rounds):
             off.append(pipeline_once(src, args.lines, False, args.scrape_interval)[0])
-            rate, n = pipeline_once(src, args.lines, True, args.scrape_interval)
+            rate, n, cpu_ms = pipeline_once(src, args.lines, True, args.scrape_interval)
             on.append(rate)
             scrapes += n
+            cpu.append(cpu_ms)
     m_off, m_on = statistics.median(off), statistics.median(on)
     print(f"\nfile -> file pipeline, {args.lines:,} lines of 100 bytes, {args.rounds} alternating rounds; "
           f"metrics on: a scrape every {args.scrape_interval} s ({scrapes} scrapes in all)")
     print(f"{'case':<44}{'median lines/s':>16}   rounds")
     print(f"{'baseline: metrics off, no scrapes':<44}{m_off:>16,.0f}   " + ", ".join(f"{x:,.0f}" for x in off))
     print(f"{'metrics on, scraped':<44}{m_on:>16,.0f}   " + ", ".join(f"{x:,.0f}" for x in on))
-    print(f"cost of metrics: {(m_off - m_on) / m_off * 100:+.1f}% of throughput")
+    print(f"cost of metrics: {(m_off - m_on) / m_off * 100:+.1f}% of throughput (median against median)")
+    per_scrape = statistics.median(cpu)
+    print(f"worker CPU per scrape of this worker: {per_scrape:.2f} ms, i.e. {per_scrape / args.scrape_interval / 10:.2f}% "
+          f"of a core at a scrape every {args.scrape_interval} s ({per_scrape / 15 / 10:.3f}% at Prometheus' 15 s)")
 
 
 def main() -> None:
