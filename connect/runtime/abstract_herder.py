@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from connect.api.config import ConfigType, Password
@@ -23,6 +23,7 @@ from connect.runtime.herder import (
 )
 from connect.runtime.plugins import PluginRegistry, connector_type
 from connect.runtime.status import StatusStore
+from connect.runtime.task_restarter import TaskAutoRestarter, TaskRestartPolicy
 from connect.runtime.worker_config import WorkerConfig
 
 __all__ = ["AbstractHerder"]
@@ -41,6 +42,8 @@ class AbstractHerder(Herder):
         self.validator = ConnectorConfigValidator.for_worker(plugins, worker_config)
         self._password_keys: dict[tuple, frozenset[str]] = {}
         self._types: dict[str, ConnectorType] = {}
+        # set by a herder when task.restart.enabled: the tries and next restart shown in task status
+        self.task_restarter: TaskAutoRestarter | None = None
 
     @property
     def worker_id(self) -> str:
@@ -116,6 +119,16 @@ class AbstractHerder(Herder):
             raise BadRequestError(f"Could not read the config definition of {plugin}: {exc}") from exc
         return [key_definition(k) for k in definition.config_keys.values() if not k.internal]
 
+    def make_task_restarter(self, worker_config: WorkerConfig,
+                            restart: Callable[[ConnectorTaskId], None]) -> TaskAutoRestarter | None:
+        """The automatic restarter of FAILED tasks when ``task.restart.enabled`` (not started yet)."""
+        if not worker_config.task_restart_enabled:
+            return None
+        policy = TaskRestartPolicy.from_worker_config(worker_config)
+        log.info("Automatic restart of FAILED tasks is on: %s", policy)
+        self.task_restarter = TaskAutoRestarter(self.worker_id, policy, self.status, restart)
+        return self.task_restarter
+
     # --- status ------------------------------------------------------------------------------------------------------
     def build_status(self, name: str, config: Mapping[str, str], task_count: int,
                      metrics: Mapping[ConnectorTaskId, Mapping[str, int | float]] | None = None,
@@ -126,6 +139,7 @@ class AbstractHerder(Herder):
         connector = ConnectorState(cs.state, cs.worker_id, cs.trace) if cs else ConnectorState(State.UNASSIGNED,
                                                                                                  self.worker_id)
         tasks = []
+        restarts = self.task_restarter.info if self.task_restarter is not None else (lambda _tid: None)
         statuses = self.status.tasks(name)
         for i in range(task_count):
             tid = ConnectorTaskId(name, i)
@@ -135,5 +149,5 @@ class AbstractHerder(Herder):
                 tasks.append(TaskState(i, State.UNASSIGNED, self.worker_id, None, m))
             else:
                 trace = ts.trace or (log_problem if ts.state is State.RUNNING else None)
-                tasks.append(TaskState(i, ts.state, ts.worker_id, trace, m))
+                tasks.append(TaskState(i, ts.state, ts.worker_id, trace, m, restarts(tid)))
         return ConnectorStateInfo(name, connector, tuple(tasks), self.connector_type_of(config))

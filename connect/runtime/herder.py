@@ -14,6 +14,8 @@ from typing import Any
 
 import attrs
 
+from connect.runtime.metrics_snapshot import TaskRestartInfo, WorkerMetrics
+
 __all__ = [
     "AlreadyExistsError",
     "BadRequestError",
@@ -171,6 +173,8 @@ class TaskState:
     trace: str | None = None
     # Headrace extension: per-task record counters (records failed, skipped, retried, sent to the DLQ, ...)
     metrics: Mapping[str, int | float] | None = None
+    # Headrace extension: automatic restarts of this task (task.restart.enabled), None when there were none
+    restart: TaskRestartInfo | None = None
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"id": self.id, "state": self.state.value, "worker_id": self.worker_id}
@@ -178,6 +182,10 @@ class TaskState:
             body["trace"] = self.trace
         if self.metrics:
             body["metrics"] = dict(self.metrics)
+        if self.restart is not None:
+            body["restart_tries"] = self.restart.tries
+            body["restart_max_tries"] = self.restart.max_tries
+            body["next_restart_ms"] = self.restart.next_restart_ms
         return body
 
 
@@ -324,6 +332,11 @@ class Herder(abc.ABC):
     @abc.abstractmethod
     def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
         """The ConfigInfos body: ``{"name","error_count","groups","configs":[...]}``."""
+
+    # --- metrics ------------------------------------------------------------------------------------
+    def metrics_snapshot(self) -> WorkerMetrics:
+        """The connectors and tasks on this worker with their states and counters (REST ``/metrics``)."""
+        raise NotFoundError("This worker exports no metrics")
 
     # --- requests between workers -------------------------------------------------------------------
     def put_task_configs(self, name: str, configs: list[dict[str, str]],

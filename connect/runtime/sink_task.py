@@ -108,6 +108,7 @@ class WorkerSinkTask(WorkerTask):
         self.records_read = 0
         self.records_put = 0
         self.records_dropped = 0
+        self.offset_commits = 0  # completed commits (Kafka Connect's offset-commit-completion-total)
         self._reporter: ErrantRecordReporterImpl | None = None
         # the fetched batches of the records last handed to put: where an errant record's original bytes are
         self._in_put: Sequence[FetchedBatch] = ()
@@ -164,6 +165,10 @@ class WorkerSinkTask(WorkerTask):
             self.consumer.close()
         except Exception:
             log.exception("%s Error closing consumer", self)
+
+    def committed_offsets(self) -> dict[TopicPartition, int]:
+        """The offsets last committed for the assigned partitions (a copy; read by metrics scrapes)."""
+        return dict(self._committed)
 
     def record_counts(self) -> dict[str, int]:
         return {"records_read": self.records_read, "records_put": self.records_put,
@@ -477,6 +482,7 @@ class WorkerSinkTask(WorkerTask):
                     "%s Commit of offsets failed; retrying at the next commit: %s", self, exc)
             return
         self._committed.update(to_commit)
+        self.offset_commits += 1
         log.info("%s Committed offsets for %d partition(s) in %.0f ms (%d records put so far)", self, len(to_commit),
                  (self.clock.monotonic() - started) * 1000, self.records_put)
         self.log_metrics_summary()

@@ -36,6 +36,7 @@ from connect.runtime.herder import (
     TaskInfo,
     TaskState,
 )
+from connect.runtime.metrics_snapshot import WorkerMetrics
 from connect.runtime.offset_admin import (
     STOPPED_REQUIRED,
     alter_sink_offsets,
@@ -60,6 +61,7 @@ class StandaloneHerder(AbstractHerder):
         self._lock = threading.RLock()
         self._ready = threading.Event()
         self._cluster_id: str | None = None
+        self.make_task_restarter(worker.config, self.restart_task)
 
     # --- lifecycle ------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -69,9 +71,13 @@ class StandaloneHerder(AbstractHerder):
             log.info("[%s] Restoring connector from config topic (target state %s)", name,
                      snapshot.target_state(name).value)
             self._start_connector(name)
+        if self.task_restarter is not None:
+            self.task_restarter.start()
         self._ready.set()
 
     def stop(self) -> None:
+        if self.task_restarter is not None:
+            self.task_restarter.stop()  # first: no restart may start while the worker stops
         with self._lock:
             self.worker.stop()
             self.store.stop()
@@ -231,6 +237,8 @@ class StandaloneHerder(AbstractHerder):
                 self.store.remove_connector(name)
             self._stop_connector_and_tasks(name)
             self.status.remove_connector(name)
+            if self.task_restarter is not None:
+                self.task_restarter.forget(name)
             log.info("[%s] Connector deleted", name)
 
     def connector_status(self, name: str) -> ConnectorStateInfo:
@@ -238,6 +246,9 @@ class StandaloneHerder(AbstractHerder):
         count = len(self.store.snapshot.task_configs.get(name, []))
         metrics = self.worker.connector_task_metrics(name)
         return self.build_status(name, config, count, metrics, self.worker.backend.health_problem())
+
+    def metrics_snapshot(self) -> WorkerMetrics:
+        return self.worker.metrics_snapshot(self.task_restarter.info if self.task_restarter is not None else None)
 
     def task_status(self, task: ConnectorTaskId) -> TaskState:
         status = self.connector_status(task.connector)

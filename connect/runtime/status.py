@@ -67,6 +67,10 @@ class StatusStore:
         with self._lock:
             return self._connectors.get(name)
 
+    def connector_names(self) -> list[str]:
+        with self._lock:
+            return list(self._connectors)
+
     def task(self, task: ConnectorTaskId) -> Status | None:
         with self._lock:
             return self._tasks.get(task.connector, {}).get(task)

@@ -26,7 +26,8 @@ from connect.api.connector import (
 )
 from connect.api.converter import Converter, HeaderConverter
 from connect.api.errors import ConfigException, ConnectException
-from connect.log.api import LogBackend, NewTopic
+from connect.api.topic_partition import TopicPartition
+from connect.log.api import LogBackend, LogReader, NewTopic
 from connect.runtime.clock import SYSTEM_CLOCK, Clock
 from connect.runtime.config_transformer import ConfigTransformer
 from connect.runtime.connector_config import (
@@ -40,6 +41,7 @@ from connect.runtime.dead_letter_queue import DeadLetterQueueReporter
 from connect.runtime.error_handler import ErrorHandler, ErrorMetrics
 from connect.runtime.exactly_once_source_task import ExactlyOnceWorkerSourceTask
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
+from connect.runtime.metrics_snapshot import ConnectorMetrics, TaskMetrics, TaskRestartInfo, WorkerMetrics
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offset_topics import OffsetTopics
 from connect.runtime.offsets import ConnectorOffsetReader, OffsetStore
@@ -130,6 +132,11 @@ class Worker:
                                           replication_factor=replication)
         # set by a distributed herder: fences the earlier generations of a connector's exactly-once tasks
         self.zombie_fencer: Callable[[ConnectorTaskId], None] | None = None
+        # Kafka Connect's connect-worker-metrics startup counters (read by metrics_snapshot)
+        self.startup_counts = {f"{kind}_startup_{what}": 0 for kind in ("connector", "task")
+                               for what in ("attempts", "success", "failure")}
+        self._lag_reader: LogReader | None = None
+        self._lag_lock = threading.Lock()  # one LogReader serves one thread; scrapes may overlap
 
     def source_offset_stores(self, connector_config: Mapping[str, str]) -> list[OffsetStore]:
         """Where a source connector's offsets live, the store its tasks read first first: with exactly-once
@@ -154,6 +161,7 @@ class Worker:
         with self._lock:
             if name in self._connectors:
                 raise ConnectException(f"Connector {name} already running on this worker")
+            self.startup_counts["connector_startup_attempts"] += 1
             try:
                 connector = self.plugins.new_instance(config.get("connector.class", ""), ("source", "sink"),
                                                       "connector.class")
@@ -166,8 +174,10 @@ class Worker:
                 self._connectors[name] = wc
                 connector.initialize(context)
                 self._apply_connector_state(wc, target)
+                self.startup_counts["connector_startup_success"] += 1
                 return True
             except Exception as exc:  # a connector that fails to start is FAILED, not fatal
+                self.startup_counts["connector_startup_failure"] += 1
                 log.error("[%s] Failed to start connector: %s", name, exc, exc_info=exc)
                 self.status.put_connector(name, Status(State.FAILED, self.worker_id, format_trace(exc)))
                 return False
@@ -250,12 +260,15 @@ class Worker:
         with self._lock:
             if task_id in self._tasks:
                 raise ConnectException(f"Task {task_id} already running on this worker")
+            self.startup_counts["task_startup_attempts"] += 1
             try:
                 task = self._build_task(task_id, connector_config, task_config, target)
             except Exception as exc:  # the task is FAILED with the reason as its trace
+                self.startup_counts["task_startup_failure"] += 1
                 log.error("[%s] Failed to start task %s: %s", task_id.connector, task_id, exc, exc_info=exc)
                 self.status.put_task(task_id, Status(State.FAILED, self.worker_id, format_trace(exc)))
                 return False
+            self.startup_counts["task_startup_success"] += 1
             self._tasks[task_id] = task
             self._connector_tasks.setdefault(task_id.connector, {})[task_id] = task
             self.status.put_task(task_id, Status(State.UNASSIGNED, self.worker_id))
@@ -403,6 +416,73 @@ class Worker:
             tasks = list(self._connector_tasks.get(connector, {}).items())
         return {tid: task.metrics() for tid, task in tasks}
 
+    def metrics_snapshot(self, restarts: Callable[[ConnectorTaskId], TaskRestartInfo | None] | None = None
+                         ) -> WorkerMetrics:
+        """The connectors and tasks on this worker with their states and counters, copied for a metrics scrape.
+
+        Everything here is read at scrape time from what the runtime counts anyway; the only extra work is
+        one log-end lookup for the sink tasks' partitions (their lag)."""
+        with self._lock:
+            connectors = list(self._connectors.values())
+            tasks = list(self._tasks.items())
+        running = {wc.name for wc in connectors}
+        failed_connectors = [name for name in self.status.connector_names() if name not in running]
+        out_tasks: list[TaskMetrics] = []
+        by_connector: dict[str, dict[str, int]] = {}
+        committed: dict[ConnectorTaskId, dict[TopicPartition, int]] = {}
+        for tid, task in tasks:
+            st = self.status.task(tid)
+            state = st.state.value if st is not None else State.UNASSIGNED.value
+            by_connector.setdefault(tid.connector, {}).setdefault(state, 0)
+            by_connector[tid.connector][state] += 1
+            if isinstance(task, WorkerSinkTask):
+                committed[tid] = task.committed_offsets()
+        lags = self._sink_lags(committed)
+        for tid, task in tasks:
+            st = self.status.task(tid)
+            counters = task.metrics()
+            if isinstance(task, WorkerSinkTask):
+                counters["partition_count"] = len(committed.get(tid, ()))
+                counters["offset_commit_completion"] = task.offset_commits
+            out_tasks.append(TaskMetrics(
+                tid.connector, tid.task, "source" if isinstance(task, WorkerSourceTask) else "sink",
+                st.state.value if st is not None else State.UNASSIGNED.value, counters,
+                lags.get(tid, {}), restarts(tid) if restarts is not None else None))
+        out_connectors = []
+        for wc in connectors:
+            st = self.status.connector(wc.name)
+            cls = type(wc.connector)
+            out_connectors.append(ConnectorMetrics(
+                wc.name, f"{cls.__module__}.{cls.__qualname__}", "sink" if wc.is_sink else "source",
+                _version(wc.connector), st.state.value if st is not None else State.UNASSIGNED.value,
+                by_connector.get(wc.name, {})))
+        for name in failed_connectors:  # failed to start: no instance here, still worth a series
+            st = self.status.connector(name)
+            if st is not None and st.worker_id == self.worker_id and st.state is State.FAILED:
+                out_connectors.append(ConnectorMetrics(name, "", "unknown", "", st.state.value,
+                                                       by_connector.get(name, {})))
+        return WorkerMetrics(self.worker_id, tuple(out_connectors), tuple(out_tasks), dict(self.startup_counts))
+
+    def _sink_lags(self, committed: Mapping[ConnectorTaskId, Mapping[TopicPartition, int]]
+                   ) -> dict[ConnectorTaskId, dict[tuple[str, int], int]]:
+        """Log end offset minus committed offset of every partition the sink tasks hold (one lookup for all)."""
+        topics = sorted({tp.topic for offsets in committed.values() for tp in offsets})
+        if not topics:
+            return {}
+        try:
+            with self._lag_lock:
+                if self._lag_reader is None:
+                    self._lag_reader = self.backend.reader()
+                ends = self._lag_reader.partition_offsets(topics)
+        except Exception as exc:  # the log unreachable: the scrape goes on without lag
+            log.warning("Could not read the log end offsets for the sink lag metrics: %s", exc)
+            return {}
+        out: dict[ConnectorTaskId, dict[tuple[str, int], int]] = {}
+        for tid, offsets in committed.items():
+            out[tid] = {(tp.topic, tp.partition): max(0, ends[tp][1] - off)
+                        for tp, off in offsets.items() if tp in ends}
+        return out
+
     def connector_names(self) -> list[str]:
         with self._lock:
             return sorted(self._connectors)
@@ -413,8 +493,19 @@ class Worker:
         for name in self.connector_names():
             self.stop_connector(name)
         self.offset_topics.close()
+        with self._lag_lock:
+            if self._lag_reader is not None:
+                self._lag_reader.close()
+                self._lag_reader = None
         if self._admin is not None:
             self._admin.close()
+
+
+def _version(connector: Connector) -> str:
+    try:
+        return str(connector.version())
+    except Exception:  # a plugin's version() is informative only
+        return ""
 
 
 def _new_task(plugins: PluginRegistry, worker_config: WorkerConfig, connector_config: Mapping[str, str],

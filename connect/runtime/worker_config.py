@@ -54,6 +54,21 @@ def worker_config_def() -> ConfigDef:
              importance=Importance.LOW, documentation="HeaderConverter class for record headers.")
     d.define("task.shutdown.graceful.timeout.ms", ConfigType.LONG, 5000, Range.at_least(0), Importance.LOW,
              "How long to wait for tasks to stop gracefully.")
+    # Headrace: automatic restart of FAILED tasks (off by default, as Kafka Connect has none)
+    d.define("task.restart.enabled", ConfigType.BOOLEAN, False, importance=Importance.LOW,
+             documentation="Restart a FAILED task automatically after a delay that grows with each try.")
+    d.define("task.restart.initial.delay.ms", ConfigType.LONG, 2000, Range.at_least(0), Importance.LOW,
+             "Delay before the first automatic restart of a FAILED task.")
+    d.define("task.restart.max.delay.ms", ConfigType.LONG, 1_800_000, Range.at_least(0), Importance.LOW,
+             "Longest delay between two automatic restarts; a task that ran this long since its last restart "
+             "starts counting its tries again.")
+    d.define("task.restart.multiplier", ConfigType.DOUBLE, 2.0, Range.at_least(1), Importance.LOW,
+             "Each automatic restart's delay is the previous one times this.")
+    d.define("task.restart.max.tries", ConfigType.INT, 7, Range.at_least(1), Importance.LOW,
+             "Automatic restarts of a task before it is left FAILED for an operator.")
+    d.define("metrics.prometheus.enable", ConfigType.BOOLEAN, True, importance=Importance.LOW,
+             documentation="Serve Kafka Connect's metrics in the Prometheus text format at GET /metrics on "
+                           "the REST listener.")
     d.define("offset.flush.interval.ms", ConfigType.LONG, 60000, Range.at_least(0), Importance.LOW,
              "Interval at which to commit task offsets.")
     d.define("offset.flush.timeout.ms", ConfigType.LONG, 5000, Range.at_least(0), Importance.LOW,
@@ -130,6 +145,11 @@ class WorkerConfig(AbstractConfig):
     streaming_state_dir = Setting[str]("streaming.state.dir")
     task_shutdown_graceful_timeout_ms = Setting[int]("task.shutdown.graceful.timeout.ms")
     offset_flush_interval_ms = Setting[int]("offset.flush.interval.ms")
+    task_restart_enabled = Setting[bool]("task.restart.enabled")
+    task_restart_initial_delay_ms = Setting[int]("task.restart.initial.delay.ms")
+    task_restart_max_delay_ms = Setting[int]("task.restart.max.delay.ms")
+    task_restart_multiplier = Setting[float]("task.restart.multiplier")
+    task_restart_max_tries = Setting[int]("task.restart.max.tries")
     offset_flush_timeout_ms = Setting[int]("offset.flush.timeout.ms")
     plugin_path = Setting[list[str]]("plugin.path")
     config_providers = Setting[list[str]]("config.providers")

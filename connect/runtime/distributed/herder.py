@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 import httpx
 
 from connect.runtime.abstract_herder import AbstractHerder
@@ -41,6 +42,7 @@ from connect.runtime.herder import (
     TaskInfo,
     TaskState,
 )
+from connect.runtime.metrics_snapshot import WorkerMetrics
 from connect.runtime.offset_admin import (
     STOPPED_REQUIRED,
     alter_sink_offsets,
@@ -84,13 +86,18 @@ class DistributedHerder(AbstractHerder):
                                      sync_timeout_ms / 1000)
         if worker.config.exactly_once_source_enabled:
             worker.zombie_fencer = self.fencing.before_task_starts
+        self.make_task_restarter(worker.config, self._restart_own_task)
 
     # --- lifecycle ------------------------------------------------------------------------------------------
     def start(self) -> None:
         self.store.start()
         self.cluster.start()
+        if self.task_restarter is not None:
+            self.task_restarter.start()
 
     def stop(self) -> None:
+        if self.task_restarter is not None:
+            self.task_restarter.stop()
         self.cluster.stop()
         self.worker.stop()
         self.store.stop()
@@ -233,6 +240,17 @@ class DistributedHerder(AbstractHerder):
         tasks = tuple(TaskState(t.id, State.RESTARTING, t.worker_id)
                       if include_tasks and (not only_failed or t.state is State.FAILED) else t for t in before.tasks)
         return ConnectorStateInfo(name, connector, tasks, before.type)
+
+    def _restart_own_task(self, task: ConnectorTaskId) -> None:
+        """An automatic restart: only of a task this worker still owns (a rebalance may have moved it)."""
+        if self.cluster.work.owns_task(task):
+            self.cluster.on_tick_thread(lambda: self.cluster.work.restart_tasks([task], self.store.snapshot()))
+
+    def metrics_snapshot(self) -> WorkerMetrics:
+        snapshot = self.worker.metrics_snapshot(self.task_restarter.info if self.task_restarter is not None else None)
+        rebalance = {"completed_rebalances": self.cluster.rebalances, "epoch": self.cluster.generation,
+                     "rebalancing": 0 if self.cluster.ready else 1}
+        return attrs.evolve(snapshot, rebalance=rebalance)
 
     def restart_task(self, task: ConnectorTaskId) -> None:
         snapshot = self.store.snapshot()

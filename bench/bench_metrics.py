@@ -1,0 +1,227 @@
+"""GET /metrics (issue #20): scrape time at 200 connectors x 4 tasks, and what metrics cost a pipeline.
+
+1. Scrape: a real ``connect-standalone`` (embedded log, REST on loopback) gets ``--connectors``
+   FileStreamSink connectors of ``--tasks`` tasks each, every one on its own topic of ``--tasks``
+   partitions (so each task holds a partition and has a lag to compute). ``GET /metrics`` is timed
+   ``--scrapes`` times (median, p95, max) beside the baseline from the same worker in the same run:
+   ``GET /connectors?expand=status``, which walks the same connectors and tasks.
+2. Cost: the FileStreamSource -> FileStreamSink pipeline of bench_file_pipeline.py (``--lines`` lines),
+   run ``--rounds`` times each way, alternating: metrics off (``metrics.prometheus.enable=false``, nothing
+   scrapes) and on (a scraper reads /metrics every ``--scrape-interval`` seconds, far more often than
+   Prometheus' usual 15-60 s). lines/s from the first sink line to the last; medians compared.
+
+    python bench/bench_metrics.py
+    python bench/bench_metrics.py --connectors 50 --rounds 1 --lines 200000     # quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from connect.log import open_log_backend  # noqa: E402
+from connect.log.api import NewTopic  # noqa: E402
+from tests.support import free_port, rest_ready, wait_until  # noqa: E402
+
+EXE = Path(sys.executable).with_name("connect-standalone")
+
+
+def _worker(work: Path, port: int, extra: str = "") -> subprocess.Popen:
+    (work / "worker.properties").write_text(
+        f"embedded.log.dir={work / 'data'}\n"
+        "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
+        "value.converter=org.apache.kafka.connect.storage.StringConverter\n"
+        f"offset.storage.file.filename={work / 'connect.offsets'}\n"
+        "offset.flush.interval.ms=500\n"
+        f"listeners=http://127.0.0.1:{port}\n" + extra)
+    with open(work / "worker.log", "ab") as log:
+        proc = subprocess.Popen([str(EXE), str(work / "worker.properties")], stdout=log, stderr=subprocess.STDOUT)
+    wait_until(lambda: rest_ready(port) or proc.poll() is not None, 60, what="worker REST")
+    if proc.poll() is not None:
+        raise SystemExit(f"worker exited; see {work / 'worker.log'}")
+    return proc
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    proc.wait(60)
+
+
+def _timed(client: httpx.Client, path: str, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        started = time.perf_counter()
+        r = client.get(path)
+        out.append((time.perf_counter() - started) * 1000)
+        r.raise_for_status()
+    return out
+
+
+def scrape_bench(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="headrace-bench-metrics-") as tmp:
+        work = Path(tmp)
+        backend = open_log_backend({"embedded.log.dir": str(work / "data")})
+        admin = backend.admin()
+        for i in range(args.connectors):
+            admin.create_topic(NewTopic(f"t{i}", args.tasks, 1))
+        admin.close()
+        backend.close()
+        port = free_port()
+        proc = _worker(work, port)
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+                for i in range(args.connectors):
+                    client.put(f"/connectors/sink-{i}/config", json={
+                        "connector.class": "FileStreamSink", "file": str(work / f"out-{i}.txt"), "topics": f"t{i}",
+                        "tasks.max": str(args.tasks)}).raise_for_status()
+                want = args.connectors * args.tasks
+
+                def running() -> bool:
+                    body = client.get("/connectors?expand=status").json()
+                    return sum(t["state"] == "RUNNING" for c in body.values() for t in c["status"]["tasks"]) == want
+                wait_until(running, 600, interval=1.0, what=f"{want} tasks RUNNING")
+                text = client.get("/metrics").text
+                series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
+                cpu0 = _cpu_seconds(proc.pid)
+                status = _timed(client, "/connectors?expand=status", args.scrapes)
+                cpu1 = _cpu_seconds(proc.pid)
+                metrics = _timed(client, "/metrics", args.scrapes)
+                cpu2 = _cpu_seconds(proc.pid)
+        finally:
+            _stop(proc)
+    print(f"GET /metrics with {args.connectors} connectors x {args.tasks} tasks ({series:,} series, "
+          f"{len(text) / 1e6:.2f} MB), {args.scrapes} sequential requests")
+    print(f"{'case':<44}{'median ms':>11}{'p95 ms':>9}{'max ms':>9}{'worker CPU ms/req':>19}")
+    for name, xs, cpu in (("baseline: GET /connectors?expand=status", status, cpu1 - cpu0),
+                          ("GET /metrics", metrics, cpu2 - cpu1)):
+        xs = sorted(xs)
+        print(f"{name:<44}{statistics.median(xs):>11.1f}{xs[int(0.95 * (len(xs) - 1))]:>9.1f}{xs[-1]:>9.1f}"
+              f"{cpu / len(xs) * 1000:>19.1f}")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """user + system CPU of a process so far (idle tasks included, which cost next to nothing)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _count_lines(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with open(path, "rb") as fh:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+
+
+def pipeline_once(src: Path, lines: int, metrics_on: bool, interval: float) -> tuple[float, int, float]:
+    """lines/s from the first sink line to the last; how many scrapes were made meanwhile; and, metrics on, the
+    worker's CPU ms per scrape of its two connectors (100 scrapes once the pipeline is done)."""
+    with tempfile.TemporaryDirectory(prefix="headrace-bench-metrics-") as tmp:
+        work = Path(tmp)
+        port = free_port()
+        proc = _worker(work, port, "" if metrics_on else "metrics.prometheus.enable=false\n")
+        scrapes = 0
+        stop = threading.Event()
+
+        def scraper() -> None:
+            nonlocal scrapes
+            with httpx.Client(timeout=30) as c:
+                while not stop.wait(interval):
+                    c.get(f"http://127.0.0.1:{port}/metrics").raise_for_status()
+                    scrapes += 1
+        thread = threading.Thread(target=scraper, daemon=True)
+        sink = work / "sink.txt"
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+                client.put("/connectors/bench-sink/config", json={
+                    "connector.class": "FileStreamSink", "file": str(sink), "topics": "bench",
+                    "consumer.override.max.poll.records": "5000"}).raise_for_status()
+                if metrics_on:
+                    thread.start()
+                client.put("/connectors/bench-source/config", json={
+                    "connector.class": "FileStreamSource", "file": str(src), "topic": "bench",
+                    "batch.size": "5000"}).raise_for_status()
+            first = None
+            while True:
+                n = _count_lines(sink)
+                if first is None and n > 0:
+                    first = time.perf_counter()
+                if n >= lines:
+                    break
+                if proc.poll() is not None:
+                    raise SystemExit(f"worker exited; see {work / 'worker.log'}")
+                time.sleep(0.02)
+            done = time.perf_counter()
+            stop.set()
+            if thread.is_alive():
+                thread.join(30)
+            cpu_ms = 0.0
+            if metrics_on:
+                with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+                    cpu0 = _cpu_seconds(proc.pid)
+                    _timed(client, "/metrics", 100)
+                    cpu_ms = (_cpu_seconds(proc.pid) - cpu0) * 10
+        finally:
+            stop.set()
+            if thread.is_alive():
+                thread.join(30)
+            _stop(proc)
+        return lines / (done - (first or done - 1)), scrapes, cpu_ms
+
+
+def cost_bench(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="headrace-bench-metrics-src-") as tmp:
+        src = Path(tmp) / "source.txt"
+        with open(src, "w") as fh:
+            for i in range(args.lines):
+                fh.write(f"{i:010d}{'x' * 88}\n")
+        off: list[float] = []
+        on: list[float] = []
+        scrapes = 0
+        cpu: list[float] = []
+        for _ in range(args.rounds):
+            off.append(pipeline_once(src, args.lines, False, args.scrape_interval)[0])
+            rate, n, cpu_ms = pipeline_once(src, args.lines, True, args.scrape_interval)
+            on.append(rate)
+            scrapes += n
+            cpu.append(cpu_ms)
+    m_off, m_on = statistics.median(off), statistics.median(on)
+    print(f"\nfile -> file pipeline, {args.lines:,} lines of 100 bytes, {args.rounds} alternating rounds; "
+          f"metrics on: a scrape every {args.scrape_interval} s ({scrapes} scrapes in all)")
+    print(f"{'case':<44}{'median lines/s':>16}   rounds")
+    print(f"{'baseline: metrics off, no scrapes':<44}{m_off:>16,.0f}   " + ", ".join(f"{x:,.0f}" for x in off))
+    print(f"{'metrics on, scraped':<44}{m_on:>16,.0f}   " + ", ".join(f"{x:,.0f}" for x in on))
+    print(f"cost of metrics: {(m_off - m_on) / m_off * 100:+.1f}% of throughput (median against median)")
+    per_scrape = statistics.median(cpu)
+    print(f"worker CPU per scrape of this worker: {per_scrape:.2f} ms, i.e. {per_scrape / args.scrape_interval / 10:.2f}% "
+          f"of a core at a scrape every {args.scrape_interval} s ({per_scrape / 15 / 10:.3f}% at Prometheus' 15 s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--connectors", type=int, default=200)
+    parser.add_argument("--tasks", type=int, default=4)
+    parser.add_argument("--scrapes", type=int, default=30)
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--scrape-interval", type=float, default=1.0)
+    parser.add_argument("--skip-scrape", action="store_true")
+    parser.add_argument("--skip-cost", action="store_true")
+    args = parser.parse_args()
+    if not args.skip_scrape:
+        scrape_bench(args)
+    if not args.skip_cost:
+        cost_bench(args)
+
+
+if __name__ == "__main__":
+    main()
