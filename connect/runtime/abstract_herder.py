@@ -101,7 +101,7 @@ class AbstractHerder(Herder):
     # --- plugins -------------------------------------------------------------------------------------------------
     def connector_plugins(self, connectors_only: bool = True) -> list[PluginDesc]:
         kinds = ("source", "sink") if connectors_only else _PLUGIN_KINDS
-        return [PluginDesc(p.full_name, p.type, p.version) for p in self.plugins.plugins(kinds)]
+        return [PluginDesc(p.listed_name, p.type, p.version) for p in self.plugins.plugins(kinds)]
 
     def connector_plugin_config(self, plugin: str) -> list[dict[str, Any]]:
         try:
