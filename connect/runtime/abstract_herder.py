@@ -41,6 +41,7 @@ class AbstractHerder(Herder):
         self.validator = ConnectorConfigValidator.for_worker(plugins, worker_config)
         self._password_keys: dict[tuple, frozenset[str]] = {}
         self._types: dict[str, ConnectorType] = {}
+        self._versions: dict[str, str | None] = {}  # by connector.class: version() builds a plugin
 
     @property
     def worker_id(self) -> str:
@@ -88,6 +89,17 @@ class AbstractHerder(Herder):
             known = self._types[class_name] = self._lookup_type(class_name)
         return known
 
+    def plugin_version(self, config: Mapping[str, str] | None) -> str | None:
+        """The version of the connector plugin ``config`` names (its tasks report the same), None if unknown."""
+        class_name = (config or {}).get("connector.class", "")
+        if class_name not in self._versions:
+            try:
+                info = self.plugins.lookup(class_name) if class_name.strip() else None
+            except ConfigException:
+                info = None
+            self._versions[class_name] = info.version if info is not None else None
+        return self._versions[class_name]
+
     def _lookup_type(self, class_name: str) -> ConnectorType:
         config = {"connector.class": class_name}
         try:
@@ -123,8 +135,9 @@ class AbstractHerder(Herder):
         """``log_problem`` (the log unreachable, say) becomes the trace of RUNNING tasks: they keep running
         and retrying, and the status says why nothing moves."""
         cs = self.status.connector(name)
-        connector = ConnectorState(cs.state, cs.worker_id, cs.trace) if cs else ConnectorState(State.UNASSIGNED,
-                                                                                                 self.worker_id)
+        version = self.plugin_version(config)
+        connector = ConnectorState(cs.state, cs.worker_id, cs.trace, version) if cs else ConnectorState(
+            State.UNASSIGNED, self.worker_id, version=version)
         tasks = []
         statuses = self.status.tasks(name)
         for i in range(task_count):
@@ -132,8 +145,8 @@ class AbstractHerder(Herder):
             ts = statuses.get(tid)
             m = (metrics or {}).get(tid)
             if ts is None:
-                tasks.append(TaskState(i, State.UNASSIGNED, self.worker_id, None, m))
+                tasks.append(TaskState(i, State.UNASSIGNED, self.worker_id, None, m, version))
             else:
                 trace = ts.trace or (log_problem if ts.state is State.RUNNING else None)
-                tasks.append(TaskState(i, ts.state, ts.worker_id, trace, m))
+                tasks.append(TaskState(i, ts.state, ts.worker_id, trace, m, version))
         return ConnectorStateInfo(name, connector, tuple(tasks), self.connector_type_of(config))

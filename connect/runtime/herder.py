@@ -155,11 +155,15 @@ class ConnectorState:
     state: State
     worker_id: str
     trace: str | None = None
+    # The connector plugin's version, reported since Kafka Connect 4.1 (KIP-891); None: not known
+    version: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"state": self.state.value, "worker_id": self.worker_id}
         if self.trace:
             body["trace"] = self.trace
+        if self.version is not None:
+            body["version"] = self.version
         return body
 
 
@@ -171,11 +175,14 @@ class TaskState:
     trace: str | None = None
     # Headrace extension: per-task record counters (records failed, skipped, retried, sent to the DLQ, ...)
     metrics: Mapping[str, int | float] | None = None
+    version: str | None = None  # the task's plugin version, as for ConnectorState
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"id": self.id, "state": self.state.value, "worker_id": self.worker_id}
         if self.trace:
             body["trace"] = self.trace
+        if self.version is not None:
+            body["version"] = self.version
         if self.metrics:
             body["metrics"] = dict(self.metrics)
         return body

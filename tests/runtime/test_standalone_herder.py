@@ -100,3 +100,12 @@ def test_stop_removes_the_tasks_and_delete_forgets_the_connector(herder):
     assert herder.connectors() == []
     with pytest.raises(NotFoundError):
         herder.connector_status("src")
+
+
+def test_status_entries_carry_the_plugin_version_as_kafka_connect_4_1_reports(herder):
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    herder.status.await_task(TASK, State.RUNNING)
+    body = herder.connector_status("src").to_json()
+    version = herder.plugins.lookup("CountingSourceConnector").version
+    assert body["connector"]["version"] == version
+    assert [t["version"] for t in body["tasks"]] == [version]
