@@ -40,6 +40,7 @@ from connect.runtime.offset_admin import (
     STOPPED_REQUIRED,
     alter_sink_offsets,
     alter_source_offsets,
+    check_offsets_with_connector,
     reset_source_offsets,
     sink_offsets,
     source_offsets,
@@ -378,6 +379,8 @@ class StandaloneHerder(AbstractHerder):
     def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> str:
         with self._lock:
             config = self._require_stopped(name)
+            check_offsets_with_connector(self.plugins.new_instance(config.get("connector.class", ""), ("source", "sink"),
+                                                                   "connector.class"), name, config, offsets)
             if self.connector_type_of(config) is ConnectorType.SINK:
                 alter_sink_offsets(self.worker.admin, name, offsets)
             else:

@@ -109,3 +109,27 @@ def test_status_entries_carry_the_plugin_version_as_kafka_connect_4_1_reports(he
     version = herder.plugins.lookup("CountingSourceConnector").version
     assert body["connector"]["version"] == version
     assert [t["version"] for t in body["tasks"]] == [version]
+
+
+def test_offsets_the_connector_cannot_use_are_refused_through_its_alter_offsets_hook(herder, tmp_path):
+    import plugins.file.source as file_source
+    from connect.runtime.herder import BadRequestError, ConnectorOffset
+
+    herder.plugins.scan_module(file_source)
+    source = tmp_path / "in.txt"
+    source.write_text("a\n")
+    herder.put_connector_config("file", {"connector.class": "FileStreamSource", "file": str(source), "topic": "t"},
+                                allow_replace=False)
+    herder.stop_connector("file")
+    partition = {"filename": str(source)}
+    for offsets, reason in [
+        ([ConnectorOffset({"file": str(source)}, {"position": 1})], "filename"),
+        ([ConnectorOffset(partition, {"position": "ten"})], "position"),
+        ([ConnectorOffset(partition, {"position": -1})], "negative"),
+    ]:
+        with pytest.raises(BadRequestError, match=reason) as refused:
+            herder.alter_connector_offsets("file", offsets)
+        assert "file" in refused.value.message
+    assert herder.connector_offsets("file") == []  # nothing was written
+    assert "altered" in herder.alter_connector_offsets("file", [ConnectorOffset(partition, {"position": 1})])
+    assert [o.offset for o in herder.connector_offsets("file")] == [{"position": 1}]

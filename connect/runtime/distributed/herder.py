@@ -45,6 +45,7 @@ from connect.runtime.offset_admin import (
     STOPPED_REQUIRED,
     alter_sink_offsets,
     alter_source_offsets,
+    check_offsets_with_connector,
     reset_sink_offsets,
     reset_source_offsets,
     sink_offsets,
@@ -302,6 +303,8 @@ class DistributedHerder(AbstractHerder):
 
     def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> str:
         config = self._require_stopped(name)
+        check_offsets_with_connector(self.plugins.new_instance(config.get("connector.class", ""), ("source", "sink"),
+                                                               "connector.class"), name, config, offsets)
         if self.connector_type_of(config) is ConnectorType.SINK:
             alter_sink_offsets(self.worker.admin, name, offsets)
         else:
