@@ -113,7 +113,9 @@ class KafkaAdmin(Admin):
         while time.monotonic() < deadline:
             md = self._metadata()
             tm = md.topics.get(name)
-            if tm is not None and tm.error is None and tm.partitions:
+            # A partition without a leader yet answers NOT_LEADER_FOR_PARTITION to the first ListOffsets.
+            if (tm is not None and tm.error is None and tm.partitions
+                    and all(pm.leader >= 0 for pm in tm.partitions.values())):
                 return
             time.sleep(0.05)
 
