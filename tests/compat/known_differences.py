@@ -1,0 +1,48 @@
+"""Where Headrace answers differently from Apache Kafka Connect 4.1 on purpose, each with its reason.
+
+tests/compat/test_side_by_side.py sends the same REST requests to both and fails on any difference in
+status code or JSON key structure that is not listed here, and on any entry here that the run no longer
+sees (so the list stays short and true). The README's compatibility section lists the same entries
+(tests/compat/test_known_differences_documented.py checks it).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = ["KNOWN_DIFFERENCES", "KnownDifference"]
+
+
+@attrs.frozen
+class KnownDifference:
+    """One intended difference.
+
+    ``step`` names a step of the side-by-side script, or ``*`` for every step. Either the status codes
+    differ (``java_status`` / ``headrace_status``), or the JSON keys do: ``headrace_only`` / ``java_only``
+    are key paths (as the test prints them, e.g. ``tasks[].metrics``) that only one side sends; a path
+    covers everything below it.
+    """
+
+    step: str
+    reason: str
+    java_status: int | None = None
+    headrace_status: int | None = None
+    headrace_only: tuple[str, ...] = ()
+    java_only: tuple[str, ...] = ()
+
+
+KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
+    KnownDifference(
+        step="*",
+        headrace_only=("tasks[].metrics", "status.tasks[].metrics", "<name>.status.tasks[].metrics"),
+        reason="Headrace extension: each task's status carries its record counters (failed, skipped, retried, "
+        "sent to the DLQ), which Kafka Connect exposes only over JMX.",
+    ),
+    KnownDifference(
+        step="restart with a malformed includeTasks",
+        java_status=204,
+        headrace_status=400,
+        reason="Jersey reads any value but 'true' as false, so a typo such as includeTasks=yes silently restarts "
+        "less than asked; Headrace refuses it with 400 naming the parameter.",
+    ),
+)
