@@ -25,6 +25,7 @@ from connect.runtime.herder import (
     BadRequestError,
     ConnectorInfo,
     ConnectorOffset,
+    ConnectorState,
     ConnectorStateInfo,
     ConnectorTaskId,
     ConnectorType,
@@ -264,10 +265,10 @@ class StandaloneHerder(AbstractHerder):
                      if include_tasks and (not only_failed or t.state is State.FAILED)]
             plan = ConnectorStateInfo(
                 name,
-                before.connector if not restart_connector else type(before.connector)(State.RESTARTING,
-                                                                                        before.connector.worker_id),
-                tuple(TaskState(t.id, State.RESTARTING, t.worker_id) if ConnectorTaskId(name, t.id) in tasks else t
-                      for t in before.tasks),
+                before.connector if not restart_connector else ConnectorState(
+                    State.RESTARTING, before.connector.worker_id, version=before.connector.version),
+                tuple(TaskState(t.id, State.RESTARTING, t.worker_id, version=t.version)
+                      if ConnectorTaskId(name, t.id) in tasks else t for t in before.tasks),
                 before.type,
             )
             if restart_connector:

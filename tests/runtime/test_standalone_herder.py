@@ -109,6 +109,9 @@ def test_status_entries_carry_the_plugin_version_as_kafka_connect_4_1_reports(he
     version = herder.plugins.lookup("CountingSourceConnector").version
     assert body["connector"]["version"] == version
     assert [t["version"] for t in body["tasks"]] == [version]
+    # the RESTARTING plan a restart with includeTasks answers carries them too
+    plan = herder.restart_connector("src", include_tasks=True, only_failed=False).to_json()
+    assert plan["connector"]["version"] == version and [t["version"] for t in plan["tasks"]] == [version]
 
 
 def test_offsets_the_connector_cannot_use_are_refused_through_its_alter_offsets_hook(herder, tmp_path):

@@ -229,9 +229,10 @@ class DistributedHerder(AbstractHerder):
         if not include_tasks and not only_failed:
             return None
         restart_connector = not only_failed or before.connector.state is State.FAILED
-        connector = (ConnectorState(State.RESTARTING, before.connector.worker_id) if restart_connector
+        connector = (ConnectorState(State.RESTARTING, before.connector.worker_id, version=before.connector.version)
+                     if restart_connector
                      else before.connector)
-        tasks = tuple(TaskState(t.id, State.RESTARTING, t.worker_id)
+        tasks = tuple(TaskState(t.id, State.RESTARTING, t.worker_id, version=t.version)
                       if include_tasks and (not only_failed or t.state is State.FAILED) else t for t in before.tasks)
         return ConnectorStateInfo(name, connector, tasks, before.type)
 
