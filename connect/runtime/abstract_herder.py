@@ -8,6 +8,7 @@ from typing import Any
 
 from connect.api.config import ConfigType, Password
 from connect.api.errors import ConfigException
+from connect.runtime.connector_config import config_class_for
 from connect.runtime.connector_validation import ConnectorConfigValidator, key_definition
 from connect.runtime.herder import (
     BadRequestError,
@@ -126,7 +127,14 @@ class AbstractHerder(Herder):
             definition = info.cls().config()
         except Exception as exc:  # a broken plugin is the plugin's problem, reported as such
             raise BadRequestError(f"Could not read the config definition of {plugin}: {exc}") from exc
-        return [key_definition(k) for k in definition.config_keys.values() if not k.internal]
+        keys = [k for k in definition.config_keys.values() if not k.internal]
+        if {"source", "sink"} & set(info.kinds):
+            # As Kafka Connect: after the connector's own keys, the common connector settings (name,
+            # connector.class, tasks.max, converters, transforms, errors.*, ...) with their groups.
+            common = config_class_for(connector_type(info.cls)).definition_for({})
+            own = {k.name for k in keys}
+            keys += [k for k in common.config_keys.values() if not k.internal and k.name not in own]
+        return [key_definition(k) for k in keys]
 
     # --- status ------------------------------------------------------------------------------------------------------
     def build_status(self, name: str, config: Mapping[str, str], task_count: int,

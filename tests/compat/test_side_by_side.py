@@ -12,6 +12,7 @@ does a listed one that no longer shows.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -216,8 +217,9 @@ def key_paths(value: Any, prefix: str, path: str = "") -> set[str]:
 
 
 def _covered(path: str, allowed: tuple[str, ...]) -> bool:
+    """Whether ``path`` is, or lies below, a key path of ``allowed`` (matched at any depth)."""
     bare = path.split(":", 1)[0]
-    return any(bare == a or bare.startswith(a + ".") or bare.startswith(a + "[") for a in allowed)
+    return any(re.search(rf"(^|[.\]])\.?{re.escape(a)}($|[.\[])", bare) for a in allowed)
 
 
 def _applicable(step: Step) -> list[KnownDifference]:

@@ -136,3 +136,24 @@ def test_offsets_the_connector_cannot_use_are_refused_through_its_alter_offsets_
     assert herder.connector_offsets("file") == []  # nothing was written
     assert "altered" in herder.alter_connector_offsets("file", [ConnectorOffset(partition, {"position": 1})])
     assert [o.offset for o in herder.connector_offsets("file")] == [{"position": 1}]
+
+
+def test_plugin_config_lists_the_common_connector_settings_after_the_connectors_own_keys(herder):
+    import plugins.file.source as file_source
+
+    herder.plugins.scan_module(file_source)
+    keys = herder.connector_plugin_config("FileStreamSourceConnector")
+    names = [k["name"] for k in keys]
+    assert names[:3] == ["file", "topic", "batch.size"]
+    groups = {k["name"]: k["group"] for k in keys}
+    assert groups["connector.class"] == "Common" and groups["tasks.max"] == "Common"
+    assert {"name", "key.converter", "transforms", "predicates", "errors.tolerance", "exactly.once.support",
+            "offsets.storage.topic"} <= set(names)
+    assert len(names) == len(set(names))
+
+
+def test_validation_recommends_the_installed_converters(herder):
+    result = herder.validate_connector_config({"connector.class": "CountingSourceConnector"})
+    recommended = {c["value"]["name"]: c["value"]["recommended_values"] for c in result["configs"]}
+    assert "org.apache.kafka.connect.storage.StringConverter" in recommended["key.converter"]
+    assert "org.apache.kafka.connect.storage.SimpleHeaderConverter" in recommended["header.converter"]
