@@ -223,7 +223,8 @@ def _covered(path: str, allowed: tuple[str, ...]) -> bool:
 
 
 def _applicable(step: Step) -> list[KnownDifference]:
-    return [d for d in KNOWN_DIFFERENCES if d.step in ("*", step.id)]
+    return [d for d in KNOWN_DIFFERENCES
+            if d.step == "*" or d.step == step.id or (isinstance(d.step, tuple) and step.id in d.step)]
 
 
 def _send(side: Side, step: Step) -> tuple[int, Any]:
