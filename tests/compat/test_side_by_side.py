@@ -3,7 +3,7 @@
 One Java standalone worker and one Headrace standalone worker run on the session broker for the whole
 module. A script of requests (create, duplicates, bad bodies, list and expand, status, tasks, config
 PUT/PATCH, pause/resume/stop/restart with their query parameters, offsets, plugins, validation, loggers,
-topics, delete) goes to both, step by step; each step's status codes and JSON key structure must match,
+topics, delete) goes to both, step by step; each step's status codes, reason phrases and JSON key structure must match,
 values aside (versions, worker ids, paths and messages differ by nature). Differences Headrace intends
 are listed with their reasons in tests/compat/known_differences.py; any other difference fails, and so
 does a listed one that no longer shows.
@@ -227,7 +227,7 @@ def _applicable(step: Step) -> list[KnownDifference]:
             if d.step == "*" or d.step == step.id or (isinstance(d.step, tuple) and step.id in d.step)]
 
 
-def _send(side: Side, step: Step) -> tuple[int, Any]:
+def _send(side: Side, step: Step) -> tuple[int, Any, str]:
     if step.before is not None:
         wait_until(lambda: step.before(side), 60, interval=0.3, what=f"{side.label}: before '{step.id}'")
     headers = {"Accept": "application/json"}
@@ -244,13 +244,13 @@ def _send(side: Side, step: Step) -> tuple[int, Any]:
         body = r.json() if r.content else None
     except ValueError:
         body = r.text
-    return r.status_code, body
+    return r.status_code, body, r.reason_phrase
 
 
 def compare(step: Step, java: Side, headrace: Side, seen: set[int]) -> list[str]:
     """Problems with one step: differences that no entry of KNOWN_DIFFERENCES explains."""
-    j_status, j_body = _send(java, step)
-    h_status, h_body = _send(headrace, step)
+    j_status, j_body, j_reason = _send(java, step)
+    h_status, h_body, h_reason = _send(headrace, step)
     known = _applicable(step)
     problems = []
     if j_status != h_status:
@@ -261,6 +261,8 @@ def compare(step: Step, java: Side, headrace: Side, seen: set[int]) -> list[str]
             problems.append(f"status: Java {j_status}, Headrace {h_status}; Java said {j_body!r}, "
                             f"Headrace said {h_body!r}")
     # Bodies are compared where both answered alike; a known status difference has its own bodies.
+    if j_status == h_status and j_reason != h_reason:
+        problems.append(f"reason phrase: Java {j_status} {j_reason!r}, Headrace {h_status} {h_reason!r}")
     if j_status == h_status:
         view = step.view or (lambda body: body)
         j_paths = key_paths(view(j_body), java.prefix)
