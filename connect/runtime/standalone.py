@@ -127,6 +127,10 @@ class StandaloneHerder(AbstractHerder):
             if target is TargetState.STOPPED:
                 if self.store.snapshot.task_configs.get(name):
                     self._put_task_configs(name, [])
+            elif target is TargetState.PAUSED:
+                # As Kafka Connect: a paused connector is not asked for task configs (one created PAUSED has
+                # no tasks until resumed); tasks it already has start paused.
+                self._start_tasks(name)
             else:
                 try:
                     self._update_task_configs(name)
@@ -165,8 +169,8 @@ class StandaloneHerder(AbstractHerder):
         with self._lock:
             if name not in self.store.snapshot.connectors:
                 return
-            if self.store.snapshot.target_state(name) is TargetState.STOPPED:
-                return
+            if self.store.snapshot.target_state(name) is not TargetState.STARTED:
+                return  # a stopped or paused connector's task configs are refreshed when it is resumed
             try:
                 changed = self._update_task_configs(name)
             except HerderError as exc:
@@ -333,7 +337,22 @@ class StandaloneHerder(AbstractHerder):
                 self._restart_from_stopped(name)
             else:
                 self.worker.set_connector_target_state(name, TargetState.STARTED)
+                if was is TargetState.PAUSED:
+                    self._refresh_tasks(name)
             log.info("[%s] Connector resumed", name)
+
+    def _refresh_tasks(self, name: str) -> None:
+        """Ask a resumed connector for task configs (it was not asked while paused); restart tasks if they changed."""
+        try:
+            changed = self._update_task_configs(name)
+        except HerderError:
+            raise
+        except Exception as exc:  # the connector's task_configs() broke: it is FAILED
+            self.worker.fail_connector(name, exc)
+            return
+        if changed:
+            self.worker.stop_tasks(self.worker.task_ids(name))
+            self._start_tasks(name)
 
     def _put_target_state(self, name: str, target: TargetState) -> None:
         with self._stored(f"Target state {target.value} of connector {name}"):

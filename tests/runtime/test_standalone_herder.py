@@ -157,3 +157,13 @@ def test_validation_recommends_the_installed_converters(herder):
     recommended = {c["value"]["name"]: c["value"]["recommended_values"] for c in result["configs"]}
     assert "org.apache.kafka.connect.storage.StringConverter" in recommended["key.converter"]
     assert "org.apache.kafka.connect.storage.SimpleHeaderConverter" in recommended["header.converter"]
+
+
+def test_a_connector_created_paused_gets_its_tasks_when_resumed_as_in_kafka_connect(herder):
+    herder.put_connector_config("src", SOURCE, allow_replace=False, initial_state=TargetState.PAUSED)
+    assert herder.connector_info("src").tasks == ()
+    assert herder.connector_status("src").tasks == ()
+    herder.resume_connector("src")
+    assert herder.connector_info("src").tasks == (TASK,)
+    herder.status.await_task(TASK, State.RUNNING)
+    assert _states(herder) == (State.RUNNING, [State.RUNNING])
