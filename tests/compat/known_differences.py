@@ -46,11 +46,12 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         "the mistake is the client's, so Headrace answers 400 saying what is wrong with the body.",
     ),
     KnownDifference(
-        step=("offsets PATCH, source, position not a number", "offsets PATCH, source, partition without filename"),
+        step=("offsets PATCH, source, position not a number", "offsets PATCH, source, partition without filename",
+              "offsets PATCH, sink, negative offset"),
         java_status=500,
         headrace_status=400,
-        reason="Both refuse offsets the FileStreamSource cannot use; Java with 500, Headrace (through the "
-        "connector's alter_offsets hook) with 400 naming the connector and the problem.",
+        reason="Both refuse offsets the connector cannot use; Java with 500, Headrace with 400 naming the problem "
+        "(source offsets through the connector's alter_offsets hook, sink offsets before the consumer group).",
     ),
     KnownDifference(
         step="logger bad level",
