@@ -16,6 +16,7 @@ from rest.forwarding import forward_to_leader
 from rest.guards import install_guards
 from rest.json_provider import OrjsonProvider
 from rest.log_levels import LoggerLevels
+from rest.reason_phrases import StandardReasonPhrases
 from rest.responses import RestError, error_response
 from rest.routes import BLUEPRINTS
 from rest.routes.loggers import LEVELS_KEY
@@ -116,5 +117,5 @@ def create_app(herder: Herder, worker_config: ConfigSource, internal_key: bytes 
             response.headers.pop("Content-Type", None)
         return response
 
-    app.wsgi_app = AccessLogMiddleware(app.wsgi_app)  # type: ignore[method-assign]
+    app.wsgi_app = AccessLogMiddleware(StandardReasonPhrases(app.wsgi_app))  # type: ignore[method-assign]
     return app

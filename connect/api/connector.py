@@ -226,9 +226,14 @@ class SourceConnector(Connector):
     def alter_offsets(
         self,
         connector_config: Mapping[str, str],
-        offsets: Mapping[Mapping[str, Any], Mapping[str, Any] | None],
+        offsets: Mapping[Any, Mapping[str, Any] | None],
     ) -> bool:
-        """Say whether an offset change is acceptable; True means the connector handled or accepts it."""
+        """Check an offset change requested over REST (``PATCH /connectors/{c}/offsets``) before it is written.
+
+        Raise ConnectException with a reason to refuse it (the request answers 400 naming that reason); return
+        True when the connector handled or accepts it, False when it leaves offsets to the framework. Each key
+        of ``offsets`` is a source partition as a tuple of (key, value) pairs (``dict(key)`` gives the map
+        back); a value of None resets that partition."""
         return False
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from connect.api.config import ConfigType, Password
 from connect.api.errors import ConfigException
+from connect.runtime.connector_config import config_class_for
 from connect.runtime.connector_validation import ConnectorConfigValidator, key_definition
 from connect.runtime.herder import (
     BadRequestError,
@@ -44,6 +45,7 @@ class AbstractHerder(Herder):
         self._types: dict[str, ConnectorType] = {}
         # set by a herder when task.restart.enabled: the tries and next restart shown in task status
         self.task_restarter: TaskAutoRestarter | None = None
+        self._versions: dict[str, str | None] = {}  # by connector.class: version() builds a plugin
 
     @property
     def worker_id(self) -> str:
@@ -91,6 +93,17 @@ class AbstractHerder(Herder):
             known = self._types[class_name] = self._lookup_type(class_name)
         return known
 
+    def plugin_version(self, config: Mapping[str, str] | None) -> str | None:
+        """The version of the connector plugin ``config`` names (its tasks report the same), None if unknown."""
+        class_name = (config or {}).get("connector.class", "")
+        if class_name not in self._versions:
+            try:
+                info = self.plugins.lookup(class_name) if class_name.strip() else None
+            except ConfigException:
+                info = None
+            self._versions[class_name] = info.version if info is not None else None
+        return self._versions[class_name]
+
     def _lookup_type(self, class_name: str) -> ConnectorType:
         config = {"connector.class": class_name}
         try:
@@ -104,7 +117,7 @@ class AbstractHerder(Herder):
     # --- plugins -------------------------------------------------------------------------------------------------
     def connector_plugins(self, connectors_only: bool = True) -> list[PluginDesc]:
         kinds = ("source", "sink") if connectors_only else _PLUGIN_KINDS
-        return [PluginDesc(p.full_name, p.type, p.version) for p in self.plugins.plugins(kinds)]
+        return [PluginDesc(p.listed_name, p.type, p.version) for p in self.plugins.plugins(kinds)]
 
     def connector_plugin_config(self, plugin: str) -> list[dict[str, Any]]:
         try:
@@ -117,7 +130,14 @@ class AbstractHerder(Herder):
             definition = info.cls().config()
         except Exception as exc:  # a broken plugin is the plugin's problem, reported as such
             raise BadRequestError(f"Could not read the config definition of {plugin}: {exc}") from exc
-        return [key_definition(k) for k in definition.config_keys.values() if not k.internal]
+        keys = [k for k in definition.config_keys.values() if not k.internal]
+        if {"source", "sink"} & set(info.kinds):
+            # As Kafka Connect: after the connector's own keys, the common connector settings (name,
+            # connector.class, tasks.max, converters, transforms, errors.*, ...) with their groups.
+            common = config_class_for(connector_type(info.cls)).definition_for({})
+            own = {k.name for k in keys}
+            keys += [k for k in common.config_keys.values() if not k.internal and k.name not in own]
+        return [key_definition(k) for k in keys]
 
     def make_task_restarter(self, worker_config: WorkerConfig,
                             restart: Callable[[ConnectorTaskId], None]) -> TaskAutoRestarter | None:
@@ -136,8 +156,9 @@ class AbstractHerder(Herder):
         """``log_problem`` (the log unreachable, say) becomes the trace of RUNNING tasks: they keep running
         and retrying, and the status says why nothing moves."""
         cs = self.status.connector(name)
-        connector = ConnectorState(cs.state, cs.worker_id, cs.trace) if cs else ConnectorState(State.UNASSIGNED,
-                                                                                                 self.worker_id)
+        version = self.plugin_version(config)
+        connector = ConnectorState(cs.state, cs.worker_id, cs.trace, version) if cs else ConnectorState(
+            State.UNASSIGNED, self.worker_id, version=version)
         tasks = []
         restarts = self.task_restarter.info if self.task_restarter is not None else (lambda _tid: None)
         statuses = self.status.tasks(name)
@@ -146,8 +167,8 @@ class AbstractHerder(Herder):
             ts = statuses.get(tid)
             m = (metrics or {}).get(tid)
             if ts is None:
-                tasks.append(TaskState(i, State.UNASSIGNED, self.worker_id, None, m))
+                tasks.append(TaskState(i, State.UNASSIGNED, self.worker_id, None, m, version=version))
             else:
                 trace = ts.trace or (log_problem if ts.state is State.RUNNING else None)
-                tasks.append(TaskState(i, ts.state, ts.worker_id, trace, m, restarts(tid)))
+                tasks.append(TaskState(i, ts.state, ts.worker_id, trace, m, version=version, restart=restarts(tid)))
         return ConnectorStateInfo(name, connector, tuple(tasks), self.connector_type_of(config))

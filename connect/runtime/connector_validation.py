@@ -187,6 +187,8 @@ class ConnectorConfigValidator:
     def _check_converters(self, props: Mapping[str, str], values: dict[str, ConfigValue]) -> None:
         for key, kind in (("key.converter", "converter"), ("value.converter", "converter"),
                           ("header.converter", "header_converter")):
+            # The installed converters are the recommended values, as Kafka Connect lists them.
+            values[key].recommended_values = sorted({p.listed_name for p in self.plugins.plugins([kind])})
             name = props.get(key)
             if name and str(name).strip() and not values[key].errors:
                 try:

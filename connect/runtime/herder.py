@@ -157,11 +157,15 @@ class ConnectorState:
     state: State
     worker_id: str
     trace: str | None = None
+    # The connector plugin's version, reported since Kafka Connect 4.1 (KIP-891); None: not known
+    version: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"state": self.state.value, "worker_id": self.worker_id}
         if self.trace:
             body["trace"] = self.trace
+        if self.version is not None:
+            body["version"] = self.version
         return body
 
 
@@ -173,6 +177,7 @@ class TaskState:
     trace: str | None = None
     # Headrace extension: per-task record counters (records failed, skipped, retried, sent to the DLQ, ...)
     metrics: Mapping[str, int | float] | None = None
+    version: str | None = None  # the task's plugin version, as for ConnectorState
     # Headrace extension: automatic restarts of this task (task.restart.enabled), None when there were none
     restart: TaskRestartInfo | None = None
 
@@ -180,6 +185,8 @@ class TaskState:
         body: dict[str, Any] = {"id": self.id, "state": self.state.value, "worker_id": self.worker_id}
         if self.trace:
             body["trace"] = self.trace
+        if self.version is not None:
+            body["version"] = self.version
         if self.metrics:
             body["metrics"] = dict(self.metrics)
         if self.restart is not None:

@@ -38,6 +38,7 @@ from connect.api.connector import Connector, SinkConnector, SourceConnector, Tas
 from connect.api.converter import Converter, HeaderConverter
 from connect.api.errors import ConfigException
 from connect.api.transform import Predicate, Transformation
+from connect.runtime.kafka_class_names import kafka_class_name, python_class_name
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,11 @@ class PluginInfo:
     type: str  # the first kind, for display
     full_name: str
     kinds: tuple[str, ...] = ()  # every kind the class serves (a StringConverter is also a header converter)
+
+    @property
+    def listed_name(self) -> str:
+        """The name the REST API shows: Kafka's class name when this plugin stands in for one of Kafka's."""
+        return kafka_class_name(self.full_name)
 
     @property
     def version(self) -> str:
@@ -180,7 +186,7 @@ class PluginRegistry:
 
     def lookup(self, name: str) -> PluginInfo | None:
         """The plugin a class name or alias names, or None."""
-        key = name.strip().replace("$", ".")
+        key = python_class_name(name) or name.strip().replace("$", ".")
         if key in self._by_name:
             return self._by_name[key]
         parts = key.split(".")
@@ -213,7 +219,8 @@ class PluginRegistry:
 
     def new_task(self, name: str) -> Task:
         """A new instance of the task class ``name`` (a full name, as in ``task.class``) of a registered connector."""
-        task_cls = self._tasks.get(name.strip()) or self._task_by_alias(name.strip().replace("$", "."))
+        full = python_class_name(name) or name.strip()
+        task_cls = self._tasks.get(full) or self._task_by_alias(name.strip().replace("$", "."))
         if task_cls is None:
             raise ConfigException("task.class", name, "not the task class of any installed connector")
         try:

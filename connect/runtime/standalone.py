@@ -25,6 +25,7 @@ from connect.runtime.herder import (
     BadRequestError,
     ConnectorInfo,
     ConnectorOffset,
+    ConnectorState,
     ConnectorStateInfo,
     ConnectorTaskId,
     ConnectorType,
@@ -41,6 +42,7 @@ from connect.runtime.offset_admin import (
     STOPPED_REQUIRED,
     alter_sink_offsets,
     alter_source_offsets,
+    check_offsets_with_connector,
     reset_source_offsets,
     sink_offsets,
     source_offsets,
@@ -131,6 +133,10 @@ class StandaloneHerder(AbstractHerder):
             if target is TargetState.STOPPED:
                 if self.store.snapshot.task_configs.get(name):
                     self._put_task_configs(name, [])
+            elif target is TargetState.PAUSED:
+                # As Kafka Connect: a paused connector is not asked for task configs (one created PAUSED has
+                # no tasks until resumed); tasks it already has start paused.
+                self._start_tasks(name)
             else:
                 try:
                     self._update_task_configs(name)
@@ -169,8 +175,8 @@ class StandaloneHerder(AbstractHerder):
         with self._lock:
             if name not in self.store.snapshot.connectors:
                 return
-            if self.store.snapshot.target_state(name) is TargetState.STOPPED:
-                return
+            if self.store.snapshot.target_state(name) is not TargetState.STARTED:
+                return  # a stopped or paused connector's task configs are refreshed when it is resumed
             try:
                 changed = self._update_task_configs(name)
             except HerderError as exc:
@@ -274,10 +280,10 @@ class StandaloneHerder(AbstractHerder):
                      if include_tasks and (not only_failed or t.state is State.FAILED)]
             plan = ConnectorStateInfo(
                 name,
-                before.connector if not restart_connector else type(before.connector)(State.RESTARTING,
-                                                                                        before.connector.worker_id),
-                tuple(TaskState(t.id, State.RESTARTING, t.worker_id) if ConnectorTaskId(name, t.id) in tasks else t
-                      for t in before.tasks),
+                before.connector if not restart_connector else ConnectorState(
+                    State.RESTARTING, before.connector.worker_id, version=before.connector.version),
+                tuple(TaskState(t.id, State.RESTARTING, t.worker_id, version=t.version)
+                      if ConnectorTaskId(name, t.id) in tasks else t for t in before.tasks),
                 before.type,
             )
             if restart_connector:
@@ -342,7 +348,22 @@ class StandaloneHerder(AbstractHerder):
                 self._restart_from_stopped(name)
             else:
                 self.worker.set_connector_target_state(name, TargetState.STARTED)
+                if was is TargetState.PAUSED:
+                    self._refresh_tasks(name)
             log.info("[%s] Connector resumed", name)
+
+    def _refresh_tasks(self, name: str) -> None:
+        """Ask a resumed connector for task configs (it was not asked while paused); restart tasks if they changed."""
+        try:
+            changed = self._update_task_configs(name)
+        except HerderError:
+            raise
+        except Exception as exc:  # the connector's task_configs() broke: it is FAILED
+            self.worker.fail_connector(name, exc)
+            return
+        if changed:
+            self.worker.stop_tasks(self.worker.task_ids(name))
+            self._start_tasks(name)
 
     def _put_target_state(self, name: str, target: TargetState) -> None:
         with self._stored(f"Target state {target.value} of connector {name}"):
@@ -389,6 +410,8 @@ class StandaloneHerder(AbstractHerder):
     def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> str:
         with self._lock:
             config = self._require_stopped(name)
+            check_offsets_with_connector(self.plugins.new_instance(config.get("connector.class", ""), ("source", "sink"),
+                                                                   "connector.class"), name, config, offsets)
             if self.connector_type_of(config) is ConnectorType.SINK:
                 alter_sink_offsets(self.worker.admin, name, offsets)
             else:

@@ -41,6 +41,7 @@ from connect.runtime.dead_letter_queue import DeadLetterQueueReporter
 from connect.runtime.error_handler import ErrorHandler, ErrorMetrics
 from connect.runtime.exactly_once_source_task import ExactlyOnceWorkerSourceTask
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
+from connect.runtime.kafka_class_names import kafka_class_name
 from connect.runtime.metrics_snapshot import ConnectorMetrics, TaskMetrics, TaskRestartInfo, WorkerMetrics
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offset_topics import OffsetTopics
@@ -246,7 +247,8 @@ class Worker:
         out = []
         for cfg in configs[:max_tasks] if wc.parsed.tasks_max_enforce else configs:
             task_cfg = {str(k): str(v) for k, v in cfg.items()}
-            task_cfg["task.class"] = f"{task_class.__module__}.{task_class.__qualname__}"
+            # Kafka's name for a stand-in of Kafka's own task, as Kafka Connect tools expect; both resolve
+            task_cfg["task.class"] = kafka_class_name(f"{task_class.__module__}.{task_class.__qualname__}")
             if wc.is_sink:
                 for key in ("topics", "topics.regex"):
                     if wc.config.get(key):

@@ -172,7 +172,7 @@ class FileStreamSourceConnector(SourceConnector):
                 raise ConnectException(f"The offset '{POSITION_FIELD}' must not be negative, got {position}")
             fields = dict(partition) if partition is not None else None
             if not fields or FILENAME_FIELD not in fields:
-                raise ConnectException(f"A partition needs the key '{FILENAME_FIELD}', got {partition!r}")
+                raise ConnectException(f"A partition needs the key '{FILENAME_FIELD}', got {fields!r}")
         return True  # the task checks the position against the file when it starts
 
 

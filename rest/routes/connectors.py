@@ -20,13 +20,31 @@ from rest.auth import INTERNAL_ALGORITHM_HEADER as ALGORITHM_HEADER
 from rest.auth import INTERNAL_SIGNATURE_HEADER as SIGNATURE_HEADER
 from rest.context import CONFIG_KEY, current_herder, setting_bool
 from rest.parsing import bool_param, json_body, json_object_body, string_map
-from rest.responses import RestError, empty_response, json_response
+from rest.responses import RestError, empty_response, error_response, json_response
+from rest.routes.root import STARTING_MESSAGE
 
 __all__ = ["bp"]
 
 log = logging.getLogger(__name__)
 
 bp = Blueprint("connectors", __name__)
+
+_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# Seconds a client is told to wait before retrying a write refused during start-up; a worker on Kafka
+# reads its config topic in about that time.
+STARTING_RETRY_AFTER_S = 5
+
+
+@bp.before_request
+def refuse_writes_while_starting() -> Response | None:
+    # Until the herder has read its config (from the config topic on Kafka) a write could act on a stale
+    # view and used to end in a 500; clients get a retryable 503 instead, as from Kafka Connect's /health.
+    if request.method not in _WRITE_METHODS or current_herder().is_ready():
+        return None
+    response = error_response(503, STARTING_MESSAGE)
+    response.headers["Retry-After"] = str(STARTING_RETRY_AFTER_S)
+    return response
+
 
 # The REST values of initial_state name what the user sees (RUNNING), not the stored target state.
 _INITIAL_STATES = {"RUNNING": TargetState.STARTED, "PAUSED": TargetState.PAUSED, "STOPPED": TargetState.STOPPED}

@@ -369,3 +369,23 @@ def test_every_endpoint_works_through_a_follower(tmp_path, kafka, names, unique_
             assert http.get("/connectors/src/status").status_code == 404
     finally:
         _stop_all(workers)
+
+
+def test_a_connector_created_paused_gets_its_tasks_only_when_resumed(tmp_path, kafka, names, unique_topic):
+    """As in Kafka Connect: a paused connector is not asked for task configs (found side by side with Java)."""
+    source_file = tmp_path / "in.txt"
+    source_file.write_text("a\n")
+    workers = start_cluster(tmp_path, kafka, names, 1)
+    try:
+        src = {"connector.class": "FileStreamSource", "tasks.max": "1", "topic": unique_topic("paused"),
+               "file": str(source_file)}
+        with workers[0].http() as http:
+            r = http.post("/connectors", json={"name": "src", "config": src, "initial_state": "PAUSED"})
+            assert r.status_code == 201 and r.json()["tasks"] == [], r.text
+            wait_until(lambda: http.get("/connectors/src/status").json()["connector"]["state"] == "PAUSED", 30)
+            assert http.get("/connectors/src/status").json()["tasks"] == []
+            assert http.get("/connectors/src").json()["tasks"] == []
+            assert http.put("/connectors/src/resume").status_code == 202
+            wait_running(workers[0], "src", 1)
+    finally:
+        _stop_all(workers)

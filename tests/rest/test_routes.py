@@ -486,3 +486,16 @@ def test_options_and_empty_answers_are_never_html(client: FlaskClient) -> None:
     create(client)
     assert "text/html" not in r.headers.get("Content-Type", "")
     assert "Content-Type" not in client.put("/connectors/src/pause").headers
+
+
+def test_writes_while_the_worker_is_starting_are_a_retryable_503(client: FlaskClient, fake_herder: FakeHerder) -> None:
+    fake_herder.ready = False
+    r = create(client)
+    assert_error(r, 503, "still starting up")
+    assert r.headers["Retry-After"] == "5"
+    assert_error(client.put("/connectors/src/pause"), 503, "still starting up")
+    assert_error(client.delete("/connectors/src"), 503, "still starting up")
+    # reads still answer, and once started the same request goes through
+    assert client.get("/connectors").status_code == 200
+    fake_herder.ready = True
+    assert create(client).status_code == 201

@@ -240,3 +240,24 @@ def test_oversize_request_headers_are_refused_without_reading_them_all() -> None
             answer = sock.recv(4096)
         assert answer.split(b" ", 2)[1] in (b"413", b"414", b"431", b"400"), answer[:200]
         assert httpx.get(f"{server.url}/connectors", timeout=10).status_code == 200
+
+
+def test_status_lines_carry_the_standard_reason_phrases() -> None:
+    # Werkzeug would send "201 CREATED"; Jetty under Kafka Connect sends "201 Created".
+    server = RestServer(create_app(FakeHerder(), LOOPBACK), LOOPBACK)
+    server.start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            body = b'{"name": "phrases", "config": {"connector.class": "FileStreamSource"}}'
+            sock.sendall(
+                b"POST /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+            )
+            created = sock.makefile("rb").readline()
+        assert created == b"HTTP/1.1 201 Created\r\n"
+        r = httpx.get(f"{server.url}/connectors/nope", timeout=10)
+        assert (r.status_code, r.reason_phrase) == (404, "Not Found")
+        r = httpx.post(f"{server.url}/connectors", content=b"x", headers={"Content-Type": "text/plain"}, timeout=10)
+        assert (r.status_code, r.reason_phrase) == (415, "Unsupported Media Type")
+    finally:
+        server.stop()

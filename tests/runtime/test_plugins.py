@@ -147,3 +147,34 @@ def test_converter_names_are_checked_by_validation(plugins, side_effect_module):
     assert "could not be found" in errors["key.converter"]
     assert "not a converter" in errors["value.converter"]
     assert "could not be found" in errors["header.converter"]
+
+
+def test_stand_ins_for_kafkas_own_plugins_are_listed_under_kafkas_class_names(plugins):
+    listed = {(p.listed_name, p.type) for p in plugins.plugins()}
+    for kafka_name, kind in [
+        ("org.apache.kafka.connect.file.FileStreamSourceConnector", "source"),
+        ("org.apache.kafka.connect.file.FileStreamSinkConnector", "sink"),
+        ("org.apache.kafka.connect.transforms.Cast$Value", "transformation"),
+        ("org.apache.kafka.connect.transforms.RegexRouter", "transformation"),
+        ("org.apache.kafka.connect.transforms.predicates.TopicNameMatches", "predicate"),
+        ("org.apache.kafka.connect.json.JsonConverter", "converter"),
+        ("org.apache.kafka.connect.storage.StringConverter", "header_converter"),
+        ("org.apache.kafka.connect.storage.SimpleHeaderConverter", "header_converter"),
+        ("org.apache.kafka.connect.converters.IntegerConverter", "converter"),
+    ]:
+        assert (kafka_name, kind) in listed
+        # every listed name resolves back to the plugin, and so does the Python name
+        info = plugins.lookup(kafka_name)
+        assert info is not None and plugins.lookup(info.full_name) is info
+    assert not any(name.startswith("plugins.file.") for name, _ in listed)
+    # Headrace's own plugins keep their Python names
+    assert ("plugins.transforms.insert_timestamp_header.InsertTimestampHeader", "transformation") in listed
+
+
+def test_task_configs_name_kafkas_task_class_for_a_stand_in():
+    from connect.runtime.kafka_class_names import kafka_class_name
+
+    assert kafka_class_name("plugins.file.source.FileStreamSourceTask") == (
+        "org.apache.kafka.connect.file.FileStreamSourceTask"
+    )
+    assert kafka_class_name("plugins.redis.sink.RedisSinkTask") == "plugins.redis.sink.RedisSinkTask"

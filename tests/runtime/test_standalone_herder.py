@@ -100,3 +100,70 @@ def test_stop_removes_the_tasks_and_delete_forgets_the_connector(herder):
     assert herder.connectors() == []
     with pytest.raises(NotFoundError):
         herder.connector_status("src")
+
+
+def test_status_entries_carry_the_plugin_version_as_kafka_connect_4_1_reports(herder):
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    herder.status.await_task(TASK, State.RUNNING)
+    body = herder.connector_status("src").to_json()
+    version = herder.plugins.lookup("CountingSourceConnector").version
+    assert body["connector"]["version"] == version
+    assert [t["version"] for t in body["tasks"]] == [version]
+    # the RESTARTING plan a restart with includeTasks answers carries them too
+    plan = herder.restart_connector("src", include_tasks=True, only_failed=False).to_json()
+    assert plan["connector"]["version"] == version and [t["version"] for t in plan["tasks"]] == [version]
+
+
+def test_offsets_the_connector_cannot_use_are_refused_through_its_alter_offsets_hook(herder, tmp_path):
+    import plugins.file.source as file_source
+    from connect.runtime.herder import BadRequestError, ConnectorOffset
+
+    herder.plugins.scan_module(file_source)
+    source = tmp_path / "in.txt"
+    source.write_text("a\n")
+    herder.put_connector_config("file", {"connector.class": "FileStreamSource", "file": str(source), "topic": "t"},
+                                allow_replace=False)
+    herder.stop_connector("file")
+    partition = {"filename": str(source)}
+    for offsets, reason in [
+        ([ConnectorOffset({"file": str(source)}, {"position": 1})], "filename"),
+        ([ConnectorOffset(partition, {"position": "ten"})], "position"),
+        ([ConnectorOffset(partition, {"position": -1})], "negative"),
+    ]:
+        with pytest.raises(BadRequestError, match=reason) as refused:
+            herder.alter_connector_offsets("file", offsets)
+        assert "file" in refused.value.message
+    assert herder.connector_offsets("file") == []  # nothing was written
+    assert "altered" in herder.alter_connector_offsets("file", [ConnectorOffset(partition, {"position": 1})])
+    assert [o.offset for o in herder.connector_offsets("file")] == [{"position": 1}]
+
+
+def test_plugin_config_lists_the_common_connector_settings_after_the_connectors_own_keys(herder):
+    import plugins.file.source as file_source
+
+    herder.plugins.scan_module(file_source)
+    keys = herder.connector_plugin_config("FileStreamSourceConnector")
+    names = [k["name"] for k in keys]
+    assert names[:3] == ["file", "topic", "batch.size"]
+    groups = {k["name"]: k["group"] for k in keys}
+    assert groups["connector.class"] == "Common" and groups["tasks.max"] == "Common"
+    assert {"name", "key.converter", "transforms", "predicates", "errors.tolerance", "exactly.once.support",
+            "offsets.storage.topic"} <= set(names)
+    assert len(names) == len(set(names))
+
+
+def test_validation_recommends_the_installed_converters(herder):
+    result = herder.validate_connector_config({"connector.class": "CountingSourceConnector"})
+    recommended = {c["value"]["name"]: c["value"]["recommended_values"] for c in result["configs"]}
+    assert "org.apache.kafka.connect.storage.StringConverter" in recommended["key.converter"]
+    assert "org.apache.kafka.connect.storage.SimpleHeaderConverter" in recommended["header.converter"]
+
+
+def test_a_connector_created_paused_gets_its_tasks_when_resumed_as_in_kafka_connect(herder):
+    herder.put_connector_config("src", SOURCE, allow_replace=False, initial_state=TargetState.PAUSED)
+    assert herder.connector_info("src").tasks == ()
+    assert herder.connector_status("src").tasks == ()
+    herder.resume_connector("src")
+    assert herder.connector_info("src").tasks == (TASK,)
+    herder.status.await_task(TASK, State.RUNNING)
+    assert _states(herder) == (State.RUNNING, [State.RUNNING])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KTP
@@ -26,11 +26,16 @@ from connect.log.kafka.client_errors import ClientEvents, kafka_error, to_log_er
 
 __all__ = ["KAFKA_INTERNAL_TOPICS", "KafkaAdmin"]
 
+T = TypeVar("T")
+
 log = logging.getLogger("connect.log.kafka")
 
 # The topics Kafka itself flags as internal.
 KAFKA_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
+# A partition's leadership still settling (a topic just created, a broker just restarted): asking again helps.
+_LEADER_MOVING = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.UNKNOWN_LEADER_EPOCH,
+                            KafkaError.LEADER_NOT_AVAILABLE, KafkaError.FENCED_LEADER_EPOCH})
 _UNREACHABLE = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN})
 
 
@@ -113,7 +118,9 @@ class KafkaAdmin(Admin):
         while time.monotonic() < deadline:
             md = self._metadata()
             tm = md.topics.get(name)
-            if tm is not None and tm.error is None and tm.partitions:
+            # A partition without a leader yet answers NOT_LEADER_FOR_PARTITION to the first ListOffsets.
+            if (tm is not None and tm.error is None and tm.partitions
+                    and all(pm.leader >= 0 for pm in tm.partitions.values())):
                 return
             time.sleep(0.05)
 
@@ -145,10 +152,25 @@ class KafkaAdmin(Admin):
             offsets = {p: (low[p], high[p]) for p in partitions}
         return TopicDescription(name, len(partitions), configs, offsets)
 
+    def _idempotent(self, call: Callable[[], T]) -> T:
+        """``call`` again on a retriable error until the timeout: a partition whose leader was just
+        elected answers NOT_LEADER_FOR_PARTITION or UNKNOWN_LEADER_EPOCH for a moment."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                return call()
+            except RetriableLogError as exc:
+                if getattr(exc, "kafka_code", None) not in _LEADER_MOVING or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.1)
+
     def _list_offsets(self, topic: str, partitions: list[int], spec: Any) -> dict[int, int]:
-        request = {KTP(topic, p): spec for p in partitions}
-        futures = self._a.list_offsets(request, request_timeout=self._timeout)
-        return {k.partition: int(self._wait(f, f"offsets of {topic}").offset) for k, f in futures.items()}
+        def ask() -> dict[int, int]:
+            request = {KTP(topic, p): spec for p in partitions}
+            futures = self._a.list_offsets(request, request_timeout=self._timeout)
+            return {k.partition: int(self._wait(f, f"offsets of {topic}").offset) for k, f in futures.items()}
+
+        return self._idempotent(ask)
 
     def partition_offsets(self, names: Sequence[str], read_committed: bool = False
                           ) -> dict[TopicPartition, tuple[int, int]]:
@@ -163,10 +185,13 @@ class KafkaAdmin(Admin):
             return {}
         bounds: list[dict[TopicPartition, int]] = []
         for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
-            futures = self._a.list_offsets({k: spec for k in parts}, isolation_level=isolation,
-                                           request_timeout=self._timeout)
-            bounds.append({TopicPartition(k.topic, k.partition): int(self._wait(f, f"offsets of {k.topic}").offset)
-                           for k, f in futures.items()})
+            def ask(spec: Any = spec) -> dict[TopicPartition, int]:
+                futures = self._a.list_offsets({k: spec for k in parts}, isolation_level=isolation,
+                                               request_timeout=self._timeout)
+                return {TopicPartition(k.topic, k.partition): int(self._wait(f, f"offsets of {k.topic}").offset)
+                        for k, f in futures.items()}
+
+            bounds.append(self._idempotent(ask))
         low, high = bounds
         return {tp: (low[tp], high[tp]) for tp in low}
 

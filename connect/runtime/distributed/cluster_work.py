@@ -463,6 +463,10 @@ class ClusterWork:
                     or snapshot.target_state(name) is TargetState.STOPPED):
                 self._reconfigure.pop(name, None)
                 continue
+            if snapshot.target_state(name) is TargetState.PAUSED:
+                # As Kafka Connect: a paused connector is not asked for task configs (one created PAUSED has
+                # no tasks); the request stays pending and runs once the connector is resumed.
+                continue
             try:
                 configs = self.worker.config_transformer.reverse(config, self.worker.connector_task_configs(name))
             except Exception as exc:  # the connector's task_configs() broke: it is FAILED

@@ -47,6 +47,7 @@ from connect.runtime.offset_admin import (
     STOPPED_REQUIRED,
     alter_sink_offsets,
     alter_source_offsets,
+    check_offsets_with_connector,
     reset_sink_offsets,
     reset_source_offsets,
     sink_offsets,
@@ -235,9 +236,10 @@ class DistributedHerder(AbstractHerder):
         if not include_tasks and not only_failed:
             return None
         restart_connector = not only_failed or before.connector.state is State.FAILED
-        connector = (ConnectorState(State.RESTARTING, before.connector.worker_id) if restart_connector
+        connector = (ConnectorState(State.RESTARTING, before.connector.worker_id, version=before.connector.version)
+                     if restart_connector
                      else before.connector)
-        tasks = tuple(TaskState(t.id, State.RESTARTING, t.worker_id)
+        tasks = tuple(TaskState(t.id, State.RESTARTING, t.worker_id, version=t.version)
                       if include_tasks and (not only_failed or t.state is State.FAILED) else t for t in before.tasks)
         return ConnectorStateInfo(name, connector, tasks, before.type)
 
@@ -320,6 +322,8 @@ class DistributedHerder(AbstractHerder):
 
     def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> str:
         config = self._require_stopped(name)
+        check_offsets_with_connector(self.plugins.new_instance(config.get("connector.class", ""), ("source", "sink"),
+                                                               "connector.class"), name, config, offsets)
         if self.connector_type_of(config) is ConnectorType.SINK:
             alter_sink_offsets(self.worker.admin, name, offsets)
         else:
