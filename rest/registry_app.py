@@ -8,14 +8,14 @@ import logging
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from connect.schema_registry.api import SchemaRegistry
+from connect.schema_registry.api import SchemaRegistry, SchemaRegistryError
 from rest.access_log import AccessLogMiddleware, printable
 from rest.auth import install_basic_auth
 from rest.context import ConfigSource
 from rest.guards import install_guards
 from rest.json_provider import OrjsonProvider
-from rest.responses import RestError, error_response
-from rest.routes.schema_registry import REGISTRY_KEY
+from rest.responses import RestError, error_response, json_response
+from rest.routes.schema_registry import MEDIA_TYPE, REGISTRY_KEY
 from rest.routes.schema_registry import bp as schema_registry_bp
 
 __all__ = ["create_registry_app"]
@@ -32,6 +32,19 @@ def create_registry_app(registry: SchemaRegistry, config: ConfigSource) -> Flask
     install_guards(app, config)
     install_basic_auth(app, config, None)
     app.register_blueprint(schema_registry_bp)
+
+    @app.before_request
+    def refuse_encoded_slash() -> None:
+        # %2F would be decoded into a path separator, so a subject with a slash cannot be named in a URL
+        raw = str(request.environ.get("REQUEST_URI") or request.environ.get("RAW_URI") or "")
+        if "%2f" in raw.split("?", 1)[0].lower():
+            raise SchemaRegistryError(422, 42208, "Invalid subject: a subject name cannot contain '/' (%2F)")
+
+    @app.errorhandler(SchemaRegistryError)
+    def registry_error(e: SchemaRegistryError) -> Response:
+        response = json_response({"error_code": e.error_code, "message": e.message}, e.status)
+        response.mimetype = MEDIA_TYPE
+        return response
 
     @app.errorhandler(RestError)
     def rest_error(e: RestError) -> Response:

@@ -63,9 +63,9 @@ def _problems(reader: avro.schema.Schema, writer: avro.schema.Schema, label: str
     result = ReaderWriterCompatibilityChecker().get_compatibility(reader, writer)
     if result.compatibility is SchemaCompatibilityType.compatible:
         return []
-    kinds = [i.name for i in result.incompatibilities]
-    return [f"{label}: {kind} at {where} ({message})"
-            for kind, where, message in zip(kinds, sorted(result.locations), sorted(result.messages), strict=False)]
+    kinds = ", ".join(sorted({i.name for i in result.incompatibilities}))
+    # the checker reports its findings as sets, so kinds, places and messages are listed side by side
+    return [f"{label}: {kinds} at {', '.join(sorted(result.locations))}: {'; '.join(sorted(result.messages))}"]
 
 
 def incompatibilities(level: Compatibility, new: ParsedSchema, existing: Sequence[tuple[int, ParsedSchema]]

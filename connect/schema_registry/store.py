@@ -112,6 +112,14 @@ class SchemaStore(SchemaRegistry):
             self._state.apply(key, value)
 
     def _read(self, fn: Callable[[RegistryState], T]) -> T:
+        try:
+            with self._lock:
+                return fn(self._state)
+        except SchemaRegistryError as exc:
+            if exc.status != 404:
+                raise
+        # not found here: another registry on the topic may have just written it, so read to the end and look again
+        self._catch_up()
         with self._lock:
             return fn(self._state)
 

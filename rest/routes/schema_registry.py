@@ -49,14 +49,6 @@ def _rest_error(e: RestError) -> Response:
     return _answer({"error_code": e.status, "message": e.message}, e.status)
 
 
-@bp.before_request
-def _refuse_encoded_slash() -> None:
-    # %2F would be decoded into a path separator, so a subject with a slash cannot be named in a URL
-    raw = str(request.environ.get("REQUEST_URI") or request.environ.get("RAW_URI") or "")
-    if "%2f" in raw.split("?", 1)[0].lower():
-        raise SchemaRegistryError(422, 42208, "Invalid subject: a subject name cannot contain '/' (%2F)")
-
-
 def _schema_body() -> tuple[str, str, list[Any], int | None, int | None]:
     body = json_object_body("The schema request")
     schema = body.get("schema")
