@@ -102,7 +102,7 @@ def _urls_and_auth(config: AbstractConfig) -> tuple[list[str], tuple[str, str] |
         clean.append(urlunsplit(parts))
     if config.get("basic.auth.credentials.source") == "USER_INFO":
         secret = config.get("basic.auth.user.info")
-        text = secret.value if isinstance(secret, Password) else str(secret or "")
+        text = secret.value() if isinstance(secret, Password) else str(secret or "")
         if ":" not in text:
             raise ConfigException("basic.auth.user.info", "[hidden]", "must be user:password with "
                                   "basic.auth.credentials.source=USER_INFO")
