@@ -4,20 +4,28 @@ Start reads the topic to its end; a thread then follows it, so schemas another r
 same topic are seen here too. A write is one or more records appended and acknowledged (``acks=all`` on
 Kafka; on the embedded log the topic has ``flush.messages=1``, so each append is fsynced), then read back by
 the follower before the call returns: what a client was told is registered survives a ``kill -9``, and the
-state is only ever changed by reading the log. Writes are serialised by a lock and start from the log's end,
-so ids and versions are assigned from everything written so far. Ids are global: one schema in two subjects
-shares an id, and a schema registered again after a hard delete gets its old id back.
+state is only ever changed by reading the log.
+
+Several registries may share the topic (every worker's, ``headrace schema-registry`` processes): each writes
+through one transactional id, so the registry that wrote last fences the others. A write reads the topic to
+its end, decides (ids, versions, compatibility) from what it read, and commits in a transaction; a registry
+that was fenced meanwhile has its transaction aborted, takes the id back (fencing the other) and decides
+again from the log's new end. Readers read committed records only, so two registries never hand out one id
+for two schemas. Ids are global: one schema in two subjects shares an id, and a schema registered again after
+a hard delete gets its old id back.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import random
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from connect.log.api import LogBackend, LogError, NewTopic
+from connect.log.api import LogBackend, LogError, NewTopic, ProducerFencedError, TransactionAbortedError
 from connect.runtime.distributed.kafka_based_log import KafkaBasedLog
 from connect.schema_registry.api import (
     Compatibility,
@@ -39,7 +47,10 @@ _DEFAULT_MAX_MESSAGE_BYTES = 1048588
 _RECORD_OVERHEAD = 512
 _MAX_SUBJECT_CHARS = 1000
 _WRITABLE = (Mode.READWRITE, Mode.IMPORT)
+_ATTEMPTS = 20
+_BACKOFF_S = 0.02
 T = TypeVar("T")
+Records = list[tuple[bytes, bytes | None]]
 
 
 def _check_subject(subject: str) -> None:
@@ -74,12 +85,15 @@ class SchemaStore(SchemaRegistry):
         self._writes = threading.Lock()
         self._log: KafkaBasedLog | None = None
         self._parsed: dict[int, ParsedSchema] = {}  # id -> parsed schema, for compatibility checks
+        self._transactional_id = f"schema-registry-{topic}"
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
         self._ensure_topic()
-        self._log = KafkaBasedLog(self.backend, self.topic, self._on_record)
+        self._log = KafkaBasedLog(self.backend, self.topic, self._on_record,
+                                  consumer_config={"isolation.level": "read_committed"})
         self._log.start(1, self.timeout)
+        self._log.use_transactional_producer(self._transactional_id, self.timeout)
         with self._lock:
             count = sum(len(v) for v in self._state.subjects.values())
             log.info("Schema registry read %d schema version(s) in %d subject(s) from topic '%s'", count,
@@ -123,20 +137,39 @@ class SchemaStore(SchemaRegistry):
         with self._lock:
             return fn(self._state)
 
-    def _write(self, records: Sequence[tuple[bytes, bytes | None]], what: str) -> None:
-        """Append, wait for the log's acknowledgement, then for the follower to have applied it."""
-        assert self._log is not None, "SchemaStore.start() was not called"
-        try:
-            for key, value in records:
-                self._log.send(key, value, 0)
-            self._log.flush(self.timeout)
-        except LogError as exc:
-            raise SchemaRegistryError(500, 50001, f"Error while {what}: the schemas topic '{self.topic}' did "
-                                      f"not take the write: {exc}") from None
-        if not self._log.read_to_end(self.timeout):
-            raise SchemaRegistryError(500, 50002, f"Timed out while {what}: the write was acknowledged but not "
-                                      "read back yet")
-        log.info("Schema registry: %s", what)
+    def _transact(self, plan: Callable[[RegistryState], tuple[Records, T, str]]) -> T:
+        """Decide with ``plan`` on the state read to the log's end, write its records in one transaction, wait
+        for the follower to have applied them; ``plan`` again after being fenced by another registry."""
+        log_ = self._log
+        assert log_ is not None, "SchemaStore.start() was not called"
+        with self._writes:
+            for attempt in range(_ATTEMPTS):
+                self._catch_up()
+                with self._lock:
+                    records, result, what = plan(self._state)
+                if not records:
+                    return result
+                try:
+                    log_.send_in_transaction([(key, value, 0) for key, value in records], self.timeout)
+                except (ProducerFencedError, TransactionAbortedError) as exc:
+                    # another registry wrote meanwhile: nothing of ours is visible; take the id back, decide again
+                    log.info("Schema registry: write not committed (%s); reading the topic again", exc)
+                    # a random pause, growing: two registries writing at once would otherwise fence each other in turn
+                    time.sleep(random.uniform(0.5, 1.5) * _BACKOFF_S * min(attempt + 1, 10))
+                    try:
+                        log_.use_transactional_producer(self._transactional_id, self.timeout)
+                    except LogError as again:
+                        raise _store_error(what, again) from None
+                    continue
+                except LogError as exc:
+                    raise _store_error(what, exc) from None
+                if not log_.read_to_end(self.timeout):
+                    raise SchemaRegistryError(500, 50002, f"Timed out after {what}: the write was committed but "
+                                              "not read back yet")
+                log.info("Schema registry: %s", what)
+                return result
+        raise SchemaRegistryError(500, 50001, f"Gave up {what}: other registries on topic '{self.topic}' kept "
+                                  "writing first")
 
     def _catch_up(self) -> None:
         """Before a write: see everything other registries wrote to the topic."""
@@ -214,16 +247,15 @@ class SchemaStore(SchemaRegistry):
             raise SchemaRegistryError(422, 42201, "Invalid schema: schema references are not supported by this "
                                       "registry; register the referenced types inline")
         parsed = self._parse(schema, schema_type)
-        with self._writes:
-            self._catch_up()
-            with self._lock:
-                entry, new = self._new_version(self._state, subject, parsed, schema_id, version)
+
+        def plan(state: RegistryState) -> tuple[Records, SchemaVersion, str]:
+            entry, new = self._new_version(state, subject, parsed, schema_id, version)
             if not new:  # already registered: nothing to write
-                return entry
+                return [], entry, ""
             self._parsed.setdefault(entry.id, parsed)
-            self._write([(schema_key(subject, entry.version), _schema_value(entry))],
-                        f"registered schema id {entry.id} as version {entry.version} of subject '{subject}'")
-        return entry
+            return ([(schema_key(subject, entry.version), _schema_value(entry))], entry,
+                    f"registered schema id {entry.id} as version {entry.version} of subject '{subject}'")
+        return self._transact(plan)
 
     def _new_version(self, state: RegistryState, subject: str, parsed: ParsedSchema, schema_id: int | None,
                      version: int | None) -> tuple[SchemaVersion, bool]:
@@ -269,50 +301,42 @@ class SchemaStore(SchemaRegistry):
         return self._read(find)
 
     def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
-        with self._writes:
-            self._catch_up()
-            with self._lock:
-                state = self._state
-                every = state.live(subject, deleted=True)
-                if not every:
-                    raise subject_not_found(subject)
-                self._check_writable(state, subject)
-                live = [e for e in every if not e.deleted]
-                if permanent and live:
-                    raise SchemaRegistryError(404, 40405, f"Subject '{subject}' was not deleted first before "
-                                              "being permanently deleted")
-                if not permanent and not live:
-                    raise SchemaRegistryError(404, 40404, f"Subject '{subject}' was soft deleted. Set "
-                                              "permanent=true to delete permanently")
+        def plan(state: RegistryState) -> tuple[Records, list[int], str]:
+            every = state.live(subject, deleted=True)
+            if not every:
+                raise subject_not_found(subject)
+            self._check_writable(state, subject)
+            live = [e for e in every if not e.deleted]
+            if permanent and live:
+                raise SchemaRegistryError(404, 40405, f"Subject '{subject}' was not deleted first before being "
+                                          "permanently deleted")
+            if not permanent and not live:
+                raise SchemaRegistryError(404, 40404, f"Subject '{subject}' was soft deleted. Set "
+                                          "permanent=true to delete permanently")
             if permanent:
-                records = [(schema_key(subject, e.version), None) for e in every]
+                records: Records = [(schema_key(subject, e.version), None) for e in every]
                 records += [(config_key(subject), None), (mode_key(subject), None)]
-                self._write(records, f"permanently deleted subject '{subject}'")
-                return [e.version for e in every]
-            self._write([(schema_key(subject, e.version), _schema_value(_deleted(e))) for e in live],
-                        f"soft-deleted subject '{subject}'")
-            return [e.version for e in live]
+                return records, [e.version for e in every], f"permanently deleted subject '{subject}'"
+            return ([(schema_key(subject, e.version), _schema_value(_deleted(e))) for e in live],
+                    [e.version for e in live], f"soft-deleted subject '{subject}'")
+        return self._transact(plan)
 
     def delete_version(self, subject: str, version: str, permanent: bool = False) -> int:
-        with self._writes:
-            self._catch_up()
-            with self._lock:
-                state = self._state
-                entry = self._find_version(state, subject, version, deleted=True)
-                self._check_writable(state, subject)
-                if permanent and not entry.deleted:
-                    raise SchemaRegistryError(404, 40407, f"Subject '{subject}' Version {entry.version} was not "
-                                              "deleted first before being permanently deleted")
-                if not permanent and entry.deleted:
-                    raise SchemaRegistryError(404, 40406, f"Subject '{subject}' Version {entry.version} was soft "
-                                              "deleted. Set permanent=true to delete permanently")
+        def plan(state: RegistryState) -> tuple[Records, int, str]:
+            entry = self._find_version(state, subject, version, deleted=True)
+            self._check_writable(state, subject)
+            if permanent and not entry.deleted:
+                raise SchemaRegistryError(404, 40407, f"Subject '{subject}' Version {entry.version} was not "
+                                          "deleted first before being permanently deleted")
+            if not permanent and entry.deleted:
+                raise SchemaRegistryError(404, 40406, f"Subject '{subject}' Version {entry.version} was soft "
+                                          "deleted. Set permanent=true to delete permanently")
             if permanent:
-                self._write([(schema_key(subject, entry.version), None)],
-                            f"permanently deleted version {entry.version} of subject '{subject}'")
-            else:
-                self._write([(schema_key(subject, entry.version), _schema_value(_deleted(entry)))],
-                            f"soft-deleted version {entry.version} of subject '{subject}'")
-            return entry.version
+                return ([(schema_key(subject, entry.version), None)], entry.version,
+                        f"permanently deleted version {entry.version} of subject '{subject}'")
+            return ([(schema_key(subject, entry.version), _schema_value(_deleted(entry)))], entry.version,
+                    f"soft-deleted version {entry.version} of subject '{subject}'")
+        return self._transact(plan)
 
     # --- ids -------------------------------------------------------------------------------------
     def schema_by_id(self, schema_id: int, subject: str | None = None) -> SchemaVersion:
@@ -364,19 +388,16 @@ class SchemaStore(SchemaRegistry):
     def set_compatibility(self, subject: str | None, level: Compatibility) -> None:
         if subject is not None:
             _check_subject(subject)
-        with self._writes:
-            self._write([(config_key(subject), json.dumps({"compatibilityLevel": level.value}).encode())],
-                        f"compatibility of {_scope(subject)} set to {level.value}")
+        record = (config_key(subject), json.dumps({"compatibilityLevel": level.value}).encode())
+        self._transact(lambda state: ([record], None, f"compatibility of {_scope(subject)} set to {level.value}"))
 
     def delete_compatibility(self, subject: str | None) -> Compatibility:
-        with self._writes:
-            self._catch_up()
-            with self._lock:
-                if subject is not None and subject not in self._state.subjects:
-                    raise subject_not_found(subject)
-                previous = self._level_of(self._state, subject)
-            self._write([(config_key(subject), None)], f"compatibility of {_scope(subject)} reset")
-            return previous
+        def plan(state: RegistryState) -> tuple[Records, Compatibility, str]:
+            if subject is not None and subject not in state.subjects:
+                raise subject_not_found(subject)
+            return ([(config_key(subject), None)], self._level_of(state, subject),
+                    f"compatibility of {_scope(subject)} reset")
+        return self._transact(plan)
 
     def mode(self, subject: str | None, default_to_global: bool = False) -> Mode:
         def find(state: RegistryState) -> Mode:
@@ -389,22 +410,23 @@ class SchemaStore(SchemaRegistry):
     def set_mode(self, subject: str | None, mode: Mode, force: bool = False) -> None:
         if subject is not None:
             _check_subject(subject)
-        with self._writes:
-            self._catch_up()
-            if mode is Mode.IMPORT and not force:
-                has = self._read(lambda s: bool(s.live(subject, True)) if subject is not None else bool(s.subjects))
-                if has:
-                    raise SchemaRegistryError(422, 42205, f"Cannot import since {_scope(subject)} already has "
-                                              "schemas; add force=true to switch to IMPORT anyway")
-            self._write([(mode_key(subject), json.dumps({"mode": mode.value}).encode())],
-                        f"mode of {_scope(subject)} set to {mode.value}")
+
+        def plan(state: RegistryState) -> tuple[Records, None, str]:
+            has = bool(state.live(subject, True)) if subject is not None else bool(state.subjects)
+            if mode is Mode.IMPORT and not force and has:
+                raise SchemaRegistryError(422, 42205, f"Cannot import since {_scope(subject)} already has "
+                                          "schemas; add force=true to switch to IMPORT anyway")
+            return ([(mode_key(subject), json.dumps({"mode": mode.value}).encode())], None,
+                    f"mode of {_scope(subject)} set to {mode.value}")
+        self._transact(plan)
 
     def delete_mode(self, subject: str | None) -> Mode:
-        with self._writes:
-            self._catch_up()
-            previous = self._read(lambda state: self._mode_of(state, subject))
-            self._write([(mode_key(subject), None)], f"mode of {_scope(subject)} reset")
-            return previous
+        return self._transact(lambda state: ([(mode_key(subject), None)], self._mode_of(state, subject),
+                                             f"mode of {_scope(subject)} reset"))
+
+
+def _store_error(what: str, exc: Exception) -> SchemaRegistryError:
+    return SchemaRegistryError(500, 50001, f"Error in the schema registry's store, so not done ({what}): {exc}")
 
 
 def _deleted(entry: SchemaVersion) -> SchemaVersion:

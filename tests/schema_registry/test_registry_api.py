@@ -247,3 +247,35 @@ def test_two_stores_on_one_log_see_each_others_schemas(reg: Registry, tmp_path: 
         assert other.lookup("y", V2).id == first.id + 1
     finally:
         other.close()
+
+
+def test_two_registries_writing_at_once_never_give_one_id_to_two_schemas(reg: Registry) -> None:
+    import threading
+
+    other = SchemaStore(reg.backend)
+    other.start()
+    results: dict[str, int] = {}
+    errors: list[BaseException] = []
+
+    def register_many(store: SchemaStore, side: str) -> None:
+        try:
+            for i in range(5):
+                subject = f"{side}-{i}"
+                results[subject] = store.register(subject, record((f"{side}{i}", "int"))).id
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=register_many, args=(store, side))
+               for store, side in ((reg.store, "a"), (other, "b"))]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not errors, errors
+        assert len(set(results.values())) == 10  # ten schemas, ten ids
+        for store in (reg.store, other):
+            for subject, schema_id in results.items():
+                assert store.version(subject, "latest").id == schema_id
+    finally:
+        other.close()
