@@ -279,3 +279,19 @@ def test_two_registries_writing_at_once_never_give_one_id_to_two_schemas(reg: Re
                 assert store.version(subject, "latest").id == schema_id
     finally:
         other.close()
+
+
+@pytest.mark.slow  # about a second: building and sending 10 MB twice
+def test_a_10_mb_schema_is_refused_with_a_clear_error(reg: Registry) -> None:
+    huge = record(*((f"field_{i:07d}", "string") for i in range(200_000)))
+    body = json.dumps({"schema": huge})
+    assert len(body) > 10_000_000
+    # over the REST body limit (rest.request.max.bytes, 4 MiB by default): refused before it is read
+    answer = reg.client.post("/subjects/s/versions", headers=CT, data=body)
+    assert answer.status_code == 413 and "rest.request.max.bytes" in answer.get_json()["message"]
+    # a limit raised for it: the schema is still larger than a record of the _schemas topic (42209)
+    roomy = create_registry_app(reg.store, {"listeners": "http://127.0.0.1:8081",
+                                            "rest.request.max.bytes": 20_000_000}).test_client()
+    answer = roomy.post("/subjects/s/versions", headers=CT, data=body)
+    assert answer.status_code == 422 and answer.get_json()["error_code"] == 42209
+    assert reg.call("GET", "/subjects") == []
