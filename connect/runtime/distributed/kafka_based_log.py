@@ -97,6 +97,8 @@ class KafkaBasedLog:
 
     def stop(self) -> None:
         self._stop.set()
+        if self._consumer is not None:
+            self._consumer.wakeup()  # the follower's poll returns now rather than at its timeout
         if self._thread is not None:
             self._thread.join(10.0)
         for closeable in (self._consumer, self._ends):
