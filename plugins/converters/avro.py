@@ -9,6 +9,7 @@ Schemas map as ``avro_data`` says; bytes are written and read by fastavro, a who
 from __future__ import annotations
 
 import io
+import json
 import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -361,14 +362,10 @@ class AvroConverter(Converter):
 
 
 def _json(avro: Any) -> str:
-    import json
-
     return json.dumps(avro, separators=(",", ":"))
 
 
 def _loads(text: str) -> Any:
-    import json
-
     try:
         return json.loads(text)
     except ValueError as exc:

@@ -86,6 +86,22 @@ def test_avro_topic_lands_as_typed_parquet_and_avro_and_evolves(tmp_path, hdfs, 
         assert files.count() == 300 and dict(files.dtypes)["price"] == "decimal(10,2)"
         assert dict(files.dtypes)["email"] == "string"  # read into the newest schema
 
+        # with errors.tolerance=all a value not in the wire format is skipped (to the dead-letter topic, if any)
+        produce_records(log_dir, "mixed", [(None, b"not avro")] + [(None, v) for v in conv.from_connect_batch(
+            "mixed", V1, [order(V1, i) for i in range(10)])])
+        mixed = {**parquet, "name": "mixed", "topics": "mixed", "errors.tolerance": "all",
+                 "topics.dir": f"{root}/mixed", "logs.dir": f"{root}/mixed-logs"}
+        with InProcessTask(HdfsSparkSinkTask, mixed, log_dir, tmp_path / "s4") as t:
+            wait_until(lambda: t.task.progress().get("records_dead_lettered") == 1, 120, interval=0.5,
+                       what="the bad value skipped")
+
+            def landed() -> bool:
+                try:
+                    return spark.read.parquet(f"{hdfs.url}{root}/mixed/mixed").count() == 10
+                except Exception:  # noqa: BLE001 - no files yet
+                    return False
+            wait_until(landed, 120, interval=1.0, what="the ten good values in HDFS")
+
         # a value that is not in the wire format stops the task (errors.tolerance=none) naming the record
         produce_records(log_dir, "broken", [(None, b'{"json": 1}')])
         bad = {**parquet, "name": "broken", "topics": "broken", "topics.dir": f"{root}/bad",
