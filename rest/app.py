@@ -8,6 +8,7 @@ from flask import Flask, Response, current_app, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 
 from connect.runtime.herder import Herder, HerderError, NotLeaderError
+from connect.schema_registry.api import SchemaRegistry
 from rest.access_log import AccessLogMiddleware, printable
 from rest.auth import install_basic_auth
 from rest.context import ConfigSource, install, setting
@@ -20,6 +21,8 @@ from rest.reason_phrases import StandardReasonPhrases
 from rest.responses import RestError, error_response
 from rest.routes import BLUEPRINTS
 from rest.routes.loggers import LEVELS_KEY
+from rest.routes.schema_registry import REGISTRY_KEY
+from rest.routes.schema_registry import bp as schema_registry_bp
 
 __all__ = ["create_app"]
 
@@ -73,7 +76,8 @@ def _register_error_handlers(app: Flask) -> None:
         return error_response(500, INTERNAL_ERROR_MESSAGE)
 
 
-def create_app(herder: Herder, worker_config: ConfigSource, internal_key: bytes | None = None) -> Flask:
+def create_app(herder: Herder, worker_config: ConfigSource, internal_key: bytes | None = None,
+               schema_registry: SchemaRegistry | None = None) -> Flask:
     """A Flask app serving Kafka Connect's REST API over ``herder``.
 
     ``worker_config`` is a WorkerConfig or a plain mapping; the app reads ``listeners`` and
@@ -81,6 +85,7 @@ def create_app(herder: Herder, worker_config: ConfigSource, internal_key: bytes 
     ``rest.extension.classes`` (basic authentication), ``access.control.allow.origin``/``.methods``
     and ``topic.tracking.enable``/``.allow.reset``. ``internal_key`` is the key the workers sign
     their requests to each other with (rest.auth.sign_internal_request); None: no such requests.
+    ``schema_registry``: served under ``/schema-registry/`` (Confluent's API) when given.
     Raises RestConfigError for a setting it cannot use.
     """
     app = Flask("rest")
@@ -100,6 +105,9 @@ def create_app(herder: Herder, worker_config: ConfigSource, internal_key: bytes 
     )
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
+    if schema_registry is not None:
+        app.extensions[REGISTRY_KEY] = schema_registry
+        app.register_blueprint(schema_registry_bp, url_prefix="/schema-registry")
     _register_error_handlers(app)
 
     @app.before_request

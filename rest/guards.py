@@ -35,6 +35,9 @@ MAX_JSON_DEPTH = 64
 
 _LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1", "localhost.localdomain", "ip6-localhost"}
 _BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+# JSON under the schema registry's own media types (what Confluent's clients send); no form can send these
+_JSON_MEDIA_TYPES = frozenset({"application/json", "application/vnd.schemaregistry.v1+json",
+                               "application/vnd.schemaregistry+json"})
 
 
 def max_body_bytes(config: ConfigSource) -> int:
@@ -132,7 +135,7 @@ def install_guards(app: Flask, config: ConfigSource) -> None:
         declared = request.headers.get("Content-Type")
         if declared is None and not has_body:
             return
-        if request.mimetype == "application/json":
+        if request.mimetype in _JSON_MEDIA_TYPES:
             return
         raise RestError(
             415,

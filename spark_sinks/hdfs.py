@@ -42,6 +42,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from connect.api import AbstractConfig, ConfigDef, ConfigValue, ConnectException, Task
+from spark_sinks.avro_values import AvroValues, avro_registry_url
 from spark_sinks.config import MAX_OFFSETS_PER_TRIGGER, TRIGGER_INTERVAL_MS, is_truthy, topics_of
 from spark_sinks.connector import SparkSinkConnector
 from spark_sinks.hdfs_config import FORMATS, PARTITIONERS, format_of, hdfs_def, partitioner_of
@@ -123,6 +124,9 @@ class HdfsSparkSinkTask(SparkSinkTask):
         self.unwrap = is_truthy(props.get("value.converter.schemas.enable", "false"))
         self.tolerate = str(props.get("errors.tolerance", "none")).lower() == "all"
         self._schema: Any = None  # the merged schema of the values seen so far (parquet/avro)
+        registry = avro_registry_url(props) if self.format in ("parquet", "avro") else None
+        # values in Confluent's Avro format: typed columns from the registered schemas instead of JSON
+        self.avro = AvroValues(registry, self.tolerate) if registry else None
         self._fs: Any = None
 
     def default_checkpoint(self) -> str:
@@ -183,6 +187,9 @@ class HdfsSparkSinkTask(SparkSinkTask):
 
         started = time.monotonic()
         spark = df.sparkSession
+        if self.avro is not None:
+            self._write_avro_batch(df, batch_id, started)
+            return
         value = F.col("value").cast("string")
         if self.unwrap:
             value = F.get_json_object(value, "$.payload")
@@ -205,6 +212,55 @@ class HdfsSparkSinkTask(SparkSinkTask):
             shaped = shaped.select(*keys, "offset", parsed).select(*keys, "offset", *data)
         else:
             shaped = shaped.select(*keys, "offset", F.col("_value").alias("value"))
+        self._write_files(df, shaped, keys, batch_id, started, cached)
+
+    def _write_avro_batch(self, df: Any, batch_id: int, started: float) -> None:
+        """Avro values (Confluent's wire format) into typed columns; values not in that format follow
+        errors.tolerance as values that are not JSON do."""
+        from pyspark.sql import functions as F
+
+        assert self.avro is not None
+        base = df.where(F.col("value").isNotNull())
+        framed = AvroValues.framed()
+        bad = base.where(~framed)
+        if self.tolerate:
+            self._dead_letter(bad, "The value does not start with the Avro magic byte 0x00 and a schema id")
+        else:
+            first = bad.select("topic", "partition", "offset").limit(1).collect()
+            if first:
+                row = first[0]
+                raise ConnectException(f"{row['topic']}-{row['partition']}@{row['offset']}: the value does not "
+                                       "start with the Avro magic byte 0x00 and a schema id (value.converter is "
+                                       "the AvroConverter)")
+        decoded = self.avro.decode(base.where(framed))
+        if decoded is None:
+            return
+        keys = ["topic", "partition", *self._partition_columns()]
+        names = decoded.schema["_v"].dataType.fieldNames()
+        shaped = decoded.select("topic", "partition", "offset",
+                                *self._partition_exprs(spark=df.sparkSession,
+                                                       field=lambda f: F.col("_v")[f].cast("string")), "_v")
+        shaped = shaped.select(*keys, "offset", *[F.col("_v")[n].alias(n) for n in names if n not in keys])
+        self._write_files(df, shaped, keys, batch_id, started, None)
+
+    def _dead_letter(self, bad: Any, reason: str) -> None:
+        rows = bad.select("topic", "partition", "offset", "key", "value", "headers").collect()
+        if not rows:
+            return
+        dlq = self.context.dead_letter_queue()
+        for row in rows:
+            log.warning("%s: skipping %s-%d@%d: %s", self.name, row["topic"], row["partition"], row["offset"], reason)
+            if dlq is not None:
+                dlq.report(row["topic"], row["partition"], row["offset"], row["key"], row["value"],
+                           [(h["key"], h["value"]) for h in row["headers"] or ()], reason)
+        if dlq is not None:
+            dlq.flush(30.0)
+        self.count("records_dead_lettered", len(rows))
+
+    def _write_files(self, df: Any, shaped: Any, keys: list[str], batch_id: int, started: float,
+                     cached: Any) -> None:
+        from pyspark.sql import functions as F
+
         # Each input partition of a micro-batch holds one topic-partition (both sources plan them so), so no
         # shuffle is needed: the files of a topic-partition carry the offset range it had in this batch.
         ranges = self._batch_ranges(cached if cached is not None else df, batch_id)
@@ -317,17 +373,21 @@ class HdfsSparkSinkTask(SparkSinkTask):
             return list(self.fields)
         return []
 
-    def _partition_exprs(self, spark: Any) -> list[Any]:
+    def _partition_exprs(self, spark: Any, field: Any = None) -> list[Any]:
+        """``field(name)``: a value's field as a string column (default: from the JSON value)."""
         from pyspark.sql import functions as F
 
+        if field is None:
+            def field(name: str) -> Any:
+                return F.get_json_object("_value", f"$.{name}")
         if self.partitioner == "field":
-            return [F.get_json_object("_value", f"$.{f}").alias(f) for f in self.fields]
+            return [field(f).alias(f) for f in self.fields]
         if self.partitioner != "time":
             return []
         if self.extractor == "wallclock":
             ts = F.current_timestamp()
         elif self.extractor == "recordfield":
-            raw = F.get_json_object("_value", f"$.{self.ts_field}")
+            raw = field(self.ts_field)
             ts = F.coalesce(F.timestamp_millis(raw.try_cast("long")), F.try_to_timestamp(raw))
         else:
             ts = F.col("timestamp")

@@ -65,6 +65,21 @@ class Struct:
         made._values = list(values)
         return made
 
+    @classmethod
+    def from_valid_values(cls, schema: Schema, values: list[Any]) -> Struct:
+        """A struct of ``values`` (one per field, in field order) taken as they are, unchecked: for a converter
+        whose decoder has already typed every value by the schema. The struct keeps the list."""
+        if schema._fields is None or len(values) != len(schema._fields):
+            raise DataException(f"{len(values)} value(s) do not fit struct schema {schema!r}")
+        struct = cls.__new__(cls)
+        struct.schema = schema
+        struct._values = values
+        return struct
+
+    def field_values(self) -> tuple[Any, ...]:
+        """Every field's value in field order, as put (defaults not applied)."""
+        return tuple(self._values)
+
     def _field(self, name: str) -> Field:
         field = self.schema.field(name)
         if field is None:

@@ -329,6 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
     from connect.cli.flume_agent import add_parser as add_flume_agent
 
     add_flume_agent(sub)
+    from connect.cli.schema_registry import add_parser as add_schema_registry
+
+    add_schema_registry(sub)
     return parser
 
 

@@ -64,6 +64,7 @@ class WorkerProcess(abc.ABC):
         self.herder: Any = None
         self.rest: RestServer | None = None
         self.backend: Any = None
+        self.schema_registry: Any = None
 
     def _check_worker_plugins(self, path: str) -> None:
         for key, kind in (("key.converter", "converter"), ("value.converter", "converter"),
@@ -89,12 +90,27 @@ class WorkerProcess(abc.ABC):
             return
         from rest import RestConfigError, RestServer, create_app
 
+        self.schema_registry = self._schema_registry()
         try:
-            app = create_app(herder, self.config.originals)
+            app = create_app(herder, self.config.originals, schema_registry=self.schema_registry)
             self.rest = RestServer(app, self.config.originals)
         except RestConfigError as exc:
             raise ConfigException(message=str(exc)) from exc
         self.rest.start()
+
+    def _schema_registry(self) -> Any:
+        """The registry served under /schema-registry/, opened on its first request (connect.schema_registry)."""
+        from connect.cli.schema_registry import registry_settings
+        from connect.schema_registry.lazy import LazySchemaRegistry
+        from connect.schema_registry.store import SchemaStore
+
+        try:
+            topic, level, replication = registry_settings(dict(self.config.originals))
+        except CliError as exc:
+            raise ConfigException(message=str(exc)) from exc
+        backend = self.backend
+        return LazySchemaRegistry(lambda: SchemaStore(backend, topic, replication_factor=replication,
+                                                      default_compatibility=level))
 
     def run(self) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -126,6 +142,8 @@ class WorkerProcess(abc.ABC):
     def shutdown(self) -> None:
         if self.rest is not None:
             self.rest.stop()
+        if self.schema_registry is not None:
+            self.schema_registry.close()
         if self.herder is not None:
             self.herder.stop()
         if self.backend is not None:

@@ -97,6 +97,8 @@ class KafkaBasedLog:
 
     def stop(self) -> None:
         self._stop.set()
+        if self._consumer is not None:
+            self._consumer.wakeup()  # the follower's poll returns now rather than at its timeout
         if self._thread is not None:
             self._thread.join(10.0)
         for closeable in (self._consumer, self._ends):
@@ -127,12 +129,15 @@ class KafkaBasedLog:
             for key, value, offset in zip(batch.keys, batch.values, batch.offsets, strict=True):
                 self._on_record(key, value, batch.partition, offset)
             positions[TopicPartition(self.topic, batch.partition)] = batch.next_offset
-        if not batches:
-            # Nothing came: a partition still short of what read_to_end waits for may end in records
-            # a reader never sees (transaction markers, compacted-away offsets); its position says.
-            with self._progress:
-                behind = [tp for tp, end in self._wanted.items() if self._applied[tp] < end]
-            positions = {tp: consumer.position(tp) for tp in behind}
+        # A partition may end in records a reader never sees (transaction markers, compacted-away offsets); its
+        # position says how far it was read. Looked at for the partitions that had records too, so a read_to_end
+        # waiting for a transaction's marker need not wait out the next empty poll.
+        with self._progress:
+            behind = [tp for tp, end in self._wanted.items() if self._applied[tp] < end]
+        for tp in {*behind, *positions} if batches else behind:
+            position = consumer.position(tp)
+            if position is not None:
+                positions[tp] = max(positions.get(tp, 0), position)
         with self._progress:
             for tp, position in positions.items():
                 if position is not None and position >= 0:

@@ -1,0 +1,85 @@
+"""``headrace schema-registry -c worker.properties [--listener URL]``: the schema registry as a process of its own.
+
+It keeps its schemas in the ``_schemas`` topic of the log the worker config names (Kafka or the embedded log;
+beside a worker on the same embedded log directory it opens the log as a writer, not as its owner), and
+serves Confluent's REST API at the root of ``--listener`` (default ``http://127.0.0.1:8081``, Confluent's
+port). Worker keys it reads besides the log's: ``schema.registry.topic`` (``_schemas``),
+``schema.compatibility.level`` (BACKWARD), and the REST keys (``rest.extension.classes`` for basic
+authentication, ``rest.allowed.hosts``, ``rest.request.max.bytes``, ``ssl.*``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from typing import Any
+
+from connect.cli.exit import CliError
+
+__all__ = ["DEFAULT_LISTENER", "add_parser", "registry_settings"]
+
+DEFAULT_LISTENER = "http://127.0.0.1:8081"
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("schema-registry", help="run the Confluent-compatible schema registry on the worker's log")
+    p.add_argument("-c", "--config", required=True, help="worker .properties file (bootstrap.servers or "
+                   "embedded.log.dir)")
+    p.add_argument("--listener", default=DEFAULT_LISTENER, help=f"where to serve the API (default {DEFAULT_LISTENER})")
+    p.add_argument("-v", "--verbose", action="store_true", help="(the registry always logs at INFO)")
+    p.set_defaults(handler=_run)
+
+
+def registry_settings(props: dict[str, str]) -> tuple[str, Any, int]:
+    """(topic, default compatibility level, replication factor) from a worker config's keys."""
+    from connect.schema_registry.api import Compatibility, SchemaRegistryError
+    from connect.schema_registry.store import DEFAULT_TOPIC
+
+    topic = str(props.get("schema.registry.topic") or DEFAULT_TOPIC).strip()
+    try:
+        level = Compatibility.parse(props.get("schema.compatibility.level") or "BACKWARD")
+    except SchemaRegistryError as exc:
+        raise CliError(f"schema.compatibility.level: {exc.message}") from None
+    raw = props.get("schema.registry.replication.factor") or props.get("config.storage.replication.factor") or "-1"
+    try:
+        replication = int(raw)
+    except ValueError:
+        raise CliError(f"schema.registry.replication.factor: {raw!r} is not a number") from None
+    return topic, level, replication
+
+
+def _run(args: argparse.Namespace) -> int:
+    from connect.cli.headrace import worker_config_for_tools
+    from connect.log import open_log_backend
+    from connect.logging_setup import configure_logging
+    from connect.schema_registry.store import SchemaStore
+    from rest import RestConfigError, RestServer
+    from rest.registry_app import create_registry_app
+
+    configure_logging("INFO")
+    props = worker_config_for_tools(args.config, None)
+    topic, level, replication = registry_settings(props)
+    settings = {**props, "listeners": args.listener}
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    backend = open_log_backend(props)
+    store = SchemaStore(backend, topic, replication_factor=replication, default_compatibility=level)
+    server = None
+    try:
+        store.start()
+        try:
+            server = RestServer(create_registry_app(store, settings), settings)
+        except RestConfigError as exc:
+            raise CliError(str(exc)) from None
+        server.start()
+        print(f"Schema registry listening on {server.url}", flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        if server is not None:
+            server.stop()
+        store.close()
+        backend.close()
+    return 0
