@@ -21,8 +21,12 @@ class LogEndOffsets:
     """Log end offsets by partition, read through one lazily opened ``LogReader`` and kept ``max_age_s``."""
 
     def __init__(self, open_reader: Callable[[], LogReader], max_age_s: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 all_topics: Callable[[], Iterable[str]] = tuple) -> None:
         self._open_reader = open_reader
+        # on a miss, every topic this gives is read too: a status sweep asks connector by connector, and
+        # one lookup of all topics (the embedded log lists its topics on every lookup) serves the whole sweep
+        self._all_topics = all_topics
         self._max_age_s = max_age_s
         self._clock = clock
         self._reader: LogReader | None = None
@@ -37,6 +41,8 @@ class LogEndOffsets:
             stale = sorted(t for t in wanted
                            if t not in self._topics or now - self._topics[t][0] >= self._max_age_s)
             if stale:
+                stale = sorted({*stale, *(t for t in self._all_topics()
+                                          if t not in self._topics or now - self._topics[t][0] >= self._max_age_s)})
                 if self._reader is None:
                     self._reader = self._open_reader()
                 fresh: dict[str, dict[TopicPartition, int]] = {t: {} for t in stale}

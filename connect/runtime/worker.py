@@ -137,7 +137,8 @@ class Worker:
         # Kafka Connect's connect-worker-metrics startup counters (read by metrics_snapshot)
         self.startup_counts = {f"{kind}_startup_{what}": 0 for kind in ("connector", "task")
                                for what in ("attempts", "success", "failure")}
-        self._log_ends = LogEndOffsets(backend.reader)  # for the sink tasks' lag (status and /metrics)
+        # for the sink tasks' lag (status and /metrics)
+        self._log_ends = LogEndOffsets(backend.reader, all_topics=self._sink_topics)
 
     def source_offset_stores(self, connector_config: Mapping[str, str]) -> list[OffsetStore]:
         """Where a source connector's offsets live, the store its tasks read first first: with exactly-once
@@ -438,24 +439,23 @@ class Worker:
         out_tasks: list[TaskMetrics] = []
         by_connector: dict[str, dict[str, int]] = {}
         committed: dict[ConnectorTaskId, dict[TopicPartition, int]] = {}
+        states: dict[ConnectorTaskId, str] = {}
         for tid, task in tasks:
             st = self.status.task(tid)
-            state = st.state.value if st is not None else State.UNASSIGNED.value
-            by_connector.setdefault(tid.connector, {}).setdefault(state, 0)
-            by_connector[tid.connector][state] += 1
+            state = states[tid] = st.state.value if st is not None else State.UNASSIGNED.value
+            per_state = by_connector.setdefault(tid.connector, {})
+            per_state[state] = per_state.get(state, 0) + 1
             if isinstance(task, WorkerSinkTask):
                 committed[tid] = task.committed_offsets()
         lags = self._sink_lags(committed)
         for tid, task in tasks:
-            st = self.status.task(tid)
             counters = task.metrics()
             if isinstance(task, WorkerSinkTask):
                 counters["partition_count"] = len(committed.get(tid, ()))
                 counters["offset_commit_completion"] = task.offset_commits
             out_tasks.append(TaskMetrics(
                 tid.connector, tid.task, "source" if isinstance(task, WorkerSourceTask) else "sink",
-                st.state.value if st is not None else State.UNASSIGNED.value, counters,
-                lags.get(tid, {}), restarts(tid) if restarts is not None else None))
+                states[tid], counters, lags.get(tid, {}), restarts(tid) if restarts is not None else None))
         out_connectors = []
         for wc in connectors:
             st = self.status.connector(wc.name)
@@ -470,6 +470,12 @@ class Worker:
                 out_connectors.append(ConnectorMetrics(name, "", "unknown", "", st.state.value,
                                                        by_connector.get(name, {})))
         return WorkerMetrics(self.worker_id, tuple(out_connectors), tuple(out_tasks), dict(self.startup_counts))
+
+    def _sink_topics(self) -> set[str]:
+        """The topics of the partitions this worker's sink tasks have committed offsets for."""
+        with self._lock:
+            tasks = [t for t in self._tasks.values() if isinstance(t, WorkerSinkTask)]
+        return {tp.topic for task in tasks for tp in task.committed_offsets()}
 
     def _sink_lags(self, committed: Mapping[ConnectorTaskId, Mapping[TopicPartition, int]]
                    ) -> dict[ConnectorTaskId, dict[tuple[str, int], int]]:

@@ -26,10 +26,10 @@ class CountingReader:
         self.closed = True
 
 
-def _cache(reader: CountingReader, now: list[float]) -> LogEndOffsets:
+def _cache(reader: CountingReader, now: list[float], all_topics: tuple[str, ...] = ()) -> LogEndOffsets:
     def open_reader() -> Any:
         return reader
-    return LogEndOffsets(open_reader, max_age_s=1.0, clock=lambda: now[0])
+    return LogEndOffsets(open_reader, max_age_s=1.0, clock=lambda: now[0], all_topics=lambda: all_topics)
 
 
 def test_reuses_ends_within_max_age_and_rereads_after() -> None:
@@ -54,3 +54,13 @@ def test_unknown_topic_is_empty_and_close_closes_the_reader() -> None:
     assert ends.ends(["nope"]) == {}
     ends.close()
     assert reader.closed
+
+
+def test_a_miss_reads_every_topic_so_a_sweep_over_connectors_is_one_lookup() -> None:
+    a0, b0, c0 = TopicPartition("a", 0), TopicPartition("b", 0), TopicPartition("c", 0)
+    reader = CountingReader({a0: 1, b0: 2, c0: 3})
+    ends = _cache(reader, [0.0], all_topics=("a", "b", "c"))
+    assert ends.ends(["a"]) == {a0: 1}
+    assert ends.ends(["b"]) == {b0: 2}
+    assert ends.ends(["c"]) == {c0: 3}
+    assert reader.asked == [["a", "b", "c"]]
