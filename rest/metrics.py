@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -35,6 +35,20 @@ _ERRORS = {"records_failed": "kafka_connect_task_error_total_record_failures",
            "dlq_produce_requests": "kafka_connect_task_error_deadletterqueue_produce_requests",
            "dlq_produce_failures": "kafka_connect_task_error_deadletterqueue_produce_failures"}
 _TASK_LABELS = ["connector", "task"]
+# a Spark sink task's query progress (spark_sinks/task.py) -> (name, kind, scale); Kafka Connect has no such
+# group. Spark reports milliseconds; Prometheus wants seconds. Its rows/s figures are Spark's own.
+_SPARK = {"batches_completed": ("headrace_spark_sink_batches_completed", "counter", 1.0),
+          "records_total": ("headrace_spark_sink_records", "counter", 1.0),
+          "last_batch_records": ("headrace_spark_sink_last_batch_records", "gauge", 1.0),
+          "last_batch_ms": ("headrace_spark_sink_last_batch_duration_seconds", "gauge", 0.001),
+          "input_records_per_sec": ("headrace_spark_sink_input_rows_per_second", "gauge", 1.0),
+          "records_per_sec": ("headrace_spark_sink_processed_rows_per_second", "gauge", 1.0)}
+_SPARK_DOCS = {"headrace_spark_sink_batches_completed": "Micro-batches the Spark query completed",
+               "headrace_spark_sink_records": "Records the Spark query wrote since the task started",
+               "headrace_spark_sink_last_batch_records": "Records in the last non-empty micro-batch",
+               "headrace_spark_sink_last_batch_duration_seconds": "How long the last non-empty micro-batch took",
+               "headrace_spark_sink_input_rows_per_second": "Spark's inputRowsPerSecond of the last batch",
+               "headrace_spark_sink_processed_rows_per_second": "Spark's processedRowsPerSecond of the last batch"}
 
 
 class _Family:
@@ -56,11 +70,20 @@ class _Family:
         self.rows.append((tuple(labels), value))
 
     def to_metric(self) -> Metric:
+        if self.type == "summary":  # rows of a summary come in pairs: _count then _sum (see _summary_rows)
+            summary = SummaryMetricFamily(self.name, self.documentation, labels=list(self.labels))
+            for (values, count), (_, total) in zip(self.rows[::2], self.rows[1::2], strict=True):
+                summary.add_metric(list(values), count_value=int(count), sum_value=total)
+            return summary
         cls = CounterMetricFamily if self.type == "counter" else GaugeMetricFamily
         family = cls(self.name, self.documentation, labels=list(self.labels))
         for values, value in self.rows:
             family.add_metric(list(values), value)
         return family
+
+    def add_summary(self, labels: list[str], count: float, total: float) -> None:
+        self.rows.append((tuple(labels), count))
+        self.rows.append((tuple(labels), total))
 
 
 def _counter(name: str, documentation: str, labels: list[str] | None = None, value: float | None = None) -> _Family:
@@ -93,33 +116,39 @@ class HerderMetricsCollector(Collector):
         """
         out: list[str] = []
         append = out.append
-        label_strings: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
+        # kept across scrapes: the same tasks come back each time, so their label strings are made once
+        label_strings = _LABEL_TEXT
         values = _VALUE_TEXT
         if len(values) > 100_000:
             values.clear()
+        if len(label_strings) > 200_000:
+            label_strings.clear()
         for f in self.families():
             name = f.name + "_total" if f.type == "counter" else f.name
             doc = f.documentation.replace("\\", r"\\").replace("\n", r"\n")
             append(f"# HELP {name} {doc}\n# TYPE {name} {f.type}\n")
             order = sorted(range(len(f.labels)), key=f.labels.__getitem__)
             names = tuple(f.labels[i] for i in order)
-            for row, value in f.rows:
+            suffixes = ("_count", "_sum") if f.type == "summary" else ("",)
+            for i, (row, value) in enumerate(f.rows):
+                sample = name + suffixes[i % len(suffixes)]
                 text = values.get(value)
                 if text is None:
                     text = values[value] = floatToGoString(value)
                 if not row:
-                    append(f"{name} {text}\n")
+                    append(f"{sample} {text}\n")
                     continue
                 key = (names, row)
                 labels = label_strings.get(key)
                 if labels is None:
                     labels = label_strings[key] = ",".join(
                         f'{n}="{_escape_label_value(row[i])}"' for n, i in zip(names, order, strict=True))
-                append(f"{name}{{{labels}}} {text}\n")
+                append(f"{sample}{{{labels}}} {text}\n")
         return "".join(out).encode("utf-8")
 
 
 _VALUE_TEXT: dict[float, str] = {}
+_LABEL_TEXT: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
 
 
 def _escape_label_value(value: str) -> str:
@@ -200,23 +229,38 @@ def _task_families(tasks: tuple[TaskMetrics, ...]) -> Iterator[_Family]:
                            _TASK_LABELS)
     next_restart = _gauge("headrace_task_next_restart_timestamp_seconds",
                           "When the next automatic restart is due (epoch seconds)", _TASK_LABELS)
+    spark = {name: _Family(kind, name, _SPARK_DOCS[name], _TASK_LABELS) for name, kind, _ in _SPARK.values()}
+    batch_seconds = _Family("summary", "headrace_spark_sink_batch_duration_seconds",
+                            "Time the Spark query's completed micro-batches took", _TASK_LABELS)
+    # the hot loop of a scrape (13 rows a task): rows go straight onto the families' lists, labels as tuples
+    status_rows, running_rows, paused_rows, lag_rows = status.rows, running.rows, paused.rows, lag.rows
+    source_rows = [(key, families[name].rows) for key, (name, _) in _SOURCE.items()]
+    sink_rows = [(key, families[name].rows) for key, (name, _) in _SINK.items()]
+    error_rows = [(key, families[name].rows) for key, name in _ERRORS.items()]
     for t in tasks:
-        labels = [t.connector, str(t.task)]
+        labels = (t.connector, str(t.task))
         state = t.state.lower()
-        status.add_metric([*labels, state], 1)
-        running.add_metric(labels, 1 if state == "running" else 0)
-        paused.add_metric(labels, 1 if state == "paused" else 0)
-        for key, (name, _) in (_SOURCE if t.kind == "source" else _SINK).items():
-            if key in t.counters:
-                families[name].add_metric(labels, t.counters[key])
-        for key, name in _ERRORS.items():
-            families[name].add_metric(labels, t.counters.get(key, 0))
+        counters = t.counters
+        status_rows.append(((*labels, state), 1))
+        running_rows.append((labels, 1 if state == "running" else 0))
+        paused_rows.append((labels, 1 if state == "paused" else 0))
+        for key, rows in (source_rows if t.kind == "source" else sink_rows):
+            if key in counters:
+                rows.append((labels, counters[key]))
+        for key, rows in error_rows:
+            rows.append((labels, counters.get(key, 0)))
         for (topic, partition), value in t.partition_lag.items():
-            lag.add_metric([*labels, topic, str(partition)], value)
+            lag_rows.append(((*labels, topic, str(partition)), value))
+        if "batches_completed" in t.counters:  # a Spark sink: its query's progress is in its counters
+            for key, (name, _, scale) in _SPARK.items():
+                if key in t.counters:
+                    spark[name].add_metric(list(labels), t.counters[key] * scale)
+            batch_seconds.add_summary(list(labels), t.counters["batches_completed"],
+                                      t.counters.get("batch_duration_ms_sum", 0) / 1000)
         if t.restart is not None:
-            restart_tries.add_metric(labels, t.restart.tries)
+            restart_tries.add_metric(list(labels), t.restart.tries)
             if t.restart.next_restart_ms is not None:
-                next_restart.add_metric(labels, t.restart.next_restart_ms / 1000)
+                next_restart.add_metric(list(labels), t.restart.next_restart_ms / 1000)
     yield status
     yield running
     yield paused
@@ -224,3 +268,5 @@ def _task_families(tasks: tuple[TaskMetrics, ...]) -> Iterator[_Family]:
     yield lag
     yield restart_tries
     yield next_restart
+    yield from spark.values()
+    yield batch_seconds

@@ -80,6 +80,10 @@ class SparkSinkTask(StreamingSinkTask):
         self._counters: dict[str, int] = {}
         self._records_total = 0
         self._last_batch: int | None = None
+        # every micro-batch Spark completed (empty ones too), for the headrace_spark_sink_* series
+        self._seen_batch: int | None = None
+        self._batches = 0
+        self._batch_ms_sum = 0
         self._last_progress: dict[str, Any] | None = None
         self._started = time.time()
         self._progress: dict[str, Any] = {"query": "STARTING"}
@@ -340,25 +344,31 @@ class SparkSinkTask(StreamingSinkTask):
             reports: list[dict[str, Any]] = []
         else:
             reports = [_as_dict(latest)]
-            seen = self._last_batch if self._last_batch is not None else -1
+            seen = self._seen_batch if self._seen_batch is not None else -1
             if int(reports[0].get("batchId", 0)) > seen + 1:  # batches went by between two looks: take them all
                 reports = [_as_dict(p) for p in (query.recentProgress or [])]
         for p in reports:
             batch, rows = p.get("batchId"), int(p.get("numInputRows") or 0)
+            # an idle trigger reports the same batch id again: only a new id is a completed batch
+            if batch is not None and (self._seen_batch is None or batch > self._seen_batch):
+                self._seen_batch = batch
+                self._batches += 1
+                self._batch_ms_sum += _trigger_ms(p)
             if rows and batch is not None and (self._last_batch is None or batch > self._last_batch):
                 self._last_batch = batch
                 self._records_total += rows
                 self._last_progress = p
         last = self._last_progress
         out: dict[str, Any] = {"query": "PAUSED" if self._paused.is_set() else "RUNNING",
-                               "records_total": self._records_total}
+                               "records_total": self._records_total, "batches_completed": self._batches,
+                               "batch_duration_ms_sum": self._batch_ms_sum}
         if last is not None:
             out.update({
                 "records_per_sec": round(float(last.get("processedRowsPerSecond") or 0.0), 1),
                 "input_records_per_sec": round(float(last.get("inputRowsPerSecond") or 0.0), 1),
                 "last_batch_id": last.get("batchId"),
                 "last_batch_records": int(last.get("numInputRows") or 0),
-                "last_batch_ms": int((last.get("durationMs") or {}).get("triggerExecution") or 0),
+                "last_batch_ms": _trigger_ms(last),
                 "last_batch_time": last.get("timestamp"),
             })
             lag = self._lag(last)
@@ -385,6 +395,11 @@ class SparkSinkTask(StreamingSinkTask):
             return None
         return sum(max(0, int(o) - int(end.get(t, {}).get(p, 0))) for t, parts in latest.items()
                    for p, o in parts.items())
+
+
+def _trigger_ms(progress: Mapping[str, Any]) -> int:
+    """How long the micro-batch took, planning and writing included (Spark's ``durationMs.triggerExecution``)."""
+    return int((progress.get("durationMs") or {}).get("triggerExecution") or 0)
 
 
 def _as_dict(progress: Any) -> dict[str, Any]:

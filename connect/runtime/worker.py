@@ -27,7 +27,7 @@ from connect.api.connector import (
 from connect.api.converter import Converter, HeaderConverter
 from connect.api.errors import ConfigException, ConnectException
 from connect.api.topic_partition import TopicPartition
-from connect.log.api import LogBackend, LogReader, NewTopic
+from connect.log.api import LogBackend, NewTopic
 from connect.runtime.clock import SYSTEM_CLOCK, Clock
 from connect.runtime.config_transformer import ConfigTransformer
 from connect.runtime.connector_config import (
@@ -42,6 +42,7 @@ from connect.runtime.error_handler import ErrorHandler, ErrorMetrics
 from connect.runtime.exactly_once_source_task import ExactlyOnceWorkerSourceTask
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
 from connect.runtime.kafka_class_names import kafka_class_name
+from connect.runtime.log_end_offsets import LogEndOffsets
 from connect.runtime.metrics_snapshot import ConnectorMetrics, TaskMetrics, TaskRestartInfo, WorkerMetrics
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offset_topics import OffsetTopics
@@ -136,8 +137,8 @@ class Worker:
         # Kafka Connect's connect-worker-metrics startup counters (read by metrics_snapshot)
         self.startup_counts = {f"{kind}_startup_{what}": 0 for kind in ("connector", "task")
                                for what in ("attempts", "success", "failure")}
-        self._lag_reader: LogReader | None = None
-        self._lag_lock = threading.Lock()  # one LogReader serves one thread; scrapes may overlap
+        # for the sink tasks' lag (status and /metrics)
+        self._log_ends = LogEndOffsets(backend.reader, all_topics=self._sink_topics)
 
     def source_offset_stores(self, connector_config: Mapping[str, str]) -> list[OffsetStore]:
         """Where a source connector's offsets live, the store its tasks read first first: with exactly-once
@@ -414,9 +415,15 @@ class Worker:
         return task.metrics() if task is not None else None
 
     def connector_task_metrics(self, connector: str) -> dict[ConnectorTaskId, dict[str, int | float]]:
+        """The counters of the connector's tasks on this worker; a sink task's also carry ``lag``, the records
+        of its partitions not yet committed (for the status page's lag column, from the same status call)."""
         with self._lock:
             tasks = list(self._connector_tasks.get(connector, {}).items())
-        return {tid: task.metrics() for tid, task in tasks}
+        out = {tid: task.metrics() for tid, task in tasks}
+        committed = {tid: task.committed_offsets() for tid, task in tasks if isinstance(task, WorkerSinkTask)}
+        for tid, lags in self._sink_lags(committed).items():
+            out[tid]["lag"] = sum(lags.values())
+        return out
 
     def metrics_snapshot(self, restarts: Callable[[ConnectorTaskId], TaskRestartInfo | None] | None = None
                          ) -> WorkerMetrics:
@@ -432,24 +439,23 @@ class Worker:
         out_tasks: list[TaskMetrics] = []
         by_connector: dict[str, dict[str, int]] = {}
         committed: dict[ConnectorTaskId, dict[TopicPartition, int]] = {}
+        states: dict[ConnectorTaskId, str] = {}
         for tid, task in tasks:
             st = self.status.task(tid)
-            state = st.state.value if st is not None else State.UNASSIGNED.value
-            by_connector.setdefault(tid.connector, {}).setdefault(state, 0)
-            by_connector[tid.connector][state] += 1
+            state = states[tid] = st.state.value if st is not None else State.UNASSIGNED.value
+            per_state = by_connector.setdefault(tid.connector, {})
+            per_state[state] = per_state.get(state, 0) + 1
             if isinstance(task, WorkerSinkTask):
                 committed[tid] = task.committed_offsets()
         lags = self._sink_lags(committed)
         for tid, task in tasks:
-            st = self.status.task(tid)
             counters = task.metrics()
             if isinstance(task, WorkerSinkTask):
                 counters["partition_count"] = len(committed.get(tid, ()))
                 counters["offset_commit_completion"] = task.offset_commits
             out_tasks.append(TaskMetrics(
                 tid.connector, tid.task, "source" if isinstance(task, WorkerSourceTask) else "sink",
-                st.state.value if st is not None else State.UNASSIGNED.value, counters,
-                lags.get(tid, {}), restarts(tid) if restarts is not None else None))
+                states[tid], counters, lags.get(tid, {}), restarts(tid) if restarts is not None else None))
         out_connectors = []
         for wc in connectors:
             st = self.status.connector(wc.name)
@@ -465,6 +471,12 @@ class Worker:
                                                        by_connector.get(name, {})))
         return WorkerMetrics(self.worker_id, tuple(out_connectors), tuple(out_tasks), dict(self.startup_counts))
 
+    def _sink_topics(self) -> set[str]:
+        """The topics of the partitions this worker's sink tasks have committed offsets for."""
+        with self._lock:
+            tasks = [t for t in self._tasks.values() if isinstance(t, WorkerSinkTask)]
+        return {tp.topic for task in tasks for tp in task.committed_offsets()}
+
     def _sink_lags(self, committed: Mapping[ConnectorTaskId, Mapping[TopicPartition, int]]
                    ) -> dict[ConnectorTaskId, dict[tuple[str, int], int]]:
         """Log end offset minus committed offset of every partition the sink tasks hold (one lookup for all)."""
@@ -472,16 +484,13 @@ class Worker:
         if not topics:
             return {}
         try:
-            with self._lag_lock:
-                if self._lag_reader is None:
-                    self._lag_reader = self.backend.reader()
-                ends = self._lag_reader.partition_offsets(topics)
+            ends = self._log_ends.ends(topics)
         except Exception as exc:  # the log unreachable: the scrape goes on without lag
             log.warning("Could not read the log end offsets for the sink lag metrics: %s", exc)
             return {}
         out: dict[ConnectorTaskId, dict[tuple[str, int], int]] = {}
         for tid, offsets in committed.items():
-            out[tid] = {(tp.topic, tp.partition): max(0, ends[tp][1] - off)
+            out[tid] = {(tp.topic, tp.partition): max(0, ends[tp] - off)
                         for tp, off in offsets.items() if tp in ends}
         return out
 
@@ -495,10 +504,7 @@ class Worker:
         for name in self.connector_names():
             self.stop_connector(name)
         self.offset_topics.close()
-        with self._lag_lock:
-            if self._lag_reader is not None:
-                self._lag_reader.close()
-                self._lag_reader = None
+        self._log_ends.close()
         if self._admin is not None:
             self._admin.close()
 

@@ -135,6 +135,51 @@
     store.loaded = true;
   }
 
+  function sumOfTasks(status, pick) {
+    // a sum over the tasks that report the figure; null (shown blank) when none does
+    let total = null;
+    for (const task of (status && status.tasks) || []) {
+      const value = pick(task);
+      if (typeof value === "number") total = (total || 0) + value;
+    }
+    return total;
+  }
+
+  function lagOf(status) {
+    // sinks: records in their partitions not yet committed (Headrace's task metrics "lag")
+    return status && status.type === "sink" ? sumOfTasks(status, (t) => t.metrics && t.metrics.lag) : null;
+  }
+
+  function dlqOf(status) {
+    return sumOfTasks(status, (t) => t.metrics && t.metrics.dlq_produce_requests);
+  }
+
+  function timeText(ms) {
+    return new Date(ms).toLocaleTimeString([], { hour12: false });
+  }
+
+  function restartText(task) {
+    // Headrace's auto-restart keys; absent when the worker made no plan for this task
+    if (typeof task.restart_tries !== "number") return "";
+    const tries = `${task.restart_tries}/${task.restart_max_tries} tries`;
+    return typeof task.next_restart_ms === "number" ? `${tries}, next ${timeText(task.next_restart_ms)}` : tries;
+  }
+
+  function restartSummary(status) {
+    // the list's cell: the task furthest along in its automatic restarts
+    let worst = null;
+    for (const task of (status && status.tasks) || []) {
+      if (typeof task.restart_tries !== "number") continue;
+      if (!worst || task.restart_tries > worst.restart_tries ||
+          (task.restart_tries === worst.restart_tries && typeof task.next_restart_ms === "number")) worst = task;
+    }
+    return worst ? restartText(worst) : "";
+  }
+
+  function numberText(value) {
+    return value === null ? "" : String(value);
+  }
+
   function taskCounts(status) {
     const tasks = (status && status.tasks) || [];
     return {
@@ -178,7 +223,9 @@
         el("thead", {}, el("tr", {},
           el("th", { text: "Name" }), el("th", { text: "Type" }), el("th", { text: "Class" }),
           el("th", { text: "State" }), el("th", { class: "num", text: "Running tasks" }),
-          el("th", { class: "num", text: "Failed tasks" }), el("th", { class: "num", text: "Records/s" }))),
+          el("th", { class: "num", text: "Failed tasks" }), el("th", { class: "num", text: "Records/s" }),
+          el("th", { class: "num", text: "Lag" }), el("th", { class: "num", text: "DLQ" }),
+          el("th", { text: "Auto-restart" }))),
         tbody),
       summary);
 
@@ -217,7 +264,10 @@
           el("td", { class: "state-cell" }, stateCell(status.connector.state)),
           el("td", { class: "num running-tasks", text: String(counts.running) }),
           el("td", { class: "num failed-tasks", text: String(counts.failed) }),
-          el("td", { class: "num rate", text: rateText(name) }));
+          el("td", { class: "num rate", text: rateText(name) }),
+          el("td", { class: "num lag", text: numberText(lagOf(status)) }),
+          el("td", { class: "num dlq", text: numberText(dlqOf(status)) }),
+          el("td", { class: "auto-restart", text: restartSummary(status) }));
       }));
       summary.textContent = store.loaded
         ? `${shown.length} of ${entries.length} connectors shown` + (shown.length ? "" : " — none match")
@@ -321,7 +371,8 @@
       el("h3", { text: "Throughput (records/s)" }), chartBox,
       el("h3", { text: "Tasks" }),
       el("table", { id: "tasks" }, el("thead", {}, el("tr", {},
-        el("th", { text: "Task" }), el("th", { text: "State" }), el("th", { text: "Worker" }), el("th", { text: "" }),
+        el("th", { text: "Task" }), el("th", { text: "State" }), el("th", { text: "Worker" }),
+        el("th", { text: "Auto-restart" }), el("th", { text: "" }),
         el("th", { text: "Trace" }))), tasksBody),
       el("h3", { text: "Offsets" }),
       el("table", { id: "offsets" }, el("thead", {}, el("tr", {},
@@ -347,7 +398,9 @@
         "State ", el("span", { id: "connector-state", class: `state state-${state}`, text: state }),
         ` · ${status.type || ""} · ${cls} · worker ${status.connector.worker_id || "?"}`,
         ` · tasks ${counts.running}/${counts.total} running, ${counts.failed} failed`,
-        rateText(name) ? ` · ${rateText(name)} records/s` : "");
+        rateText(name) ? ` · ${rateText(name)} records/s` : "",
+        lagOf(status) !== null ? ` · lag ${lagOf(status)}` : "",
+        dlqOf(status) ? ` · ${dlqOf(status)} to the DLQ` : "");
       if (status.connector.trace) {
         stateLine.append(el("pre", { class: "trace", text: status.connector.trace }));
       }
@@ -366,6 +419,7 @@
         el("td", { text: String(t.id) }),
         el("td", {}, stateCell(t.state)),
         el("td", { text: t.worker_id || "" }),
+        el("td", { class: "auto-restart", text: restartText(t) }),
         el("td", {}, el("button", { type: "button", class: "task-restart", disabled: busy,
                                     onclick: () => run("restart-task", `Restart task ${t.id}`,
                                                        () => api("POST", `${base}/tasks/${t.id}/restart`)) }, "Restart")),

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 
 from connect.log import open_log_backend
 from connect.log.api import NewTopic
 from tests.distributed.cluster import ClusterNames, leader_of, running_tasks, start_cluster, wait_running
-from tests.observability.test_metrics_endpoint import samples, value
+from tests.observability.promql_subset import Scrape, evaluate
+from tests.observability.test_metrics_endpoint import FIXTURE, samples, value
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -43,6 +47,20 @@ def test_each_worker_exports_its_own_tasks_and_rebalance_series(tmp_path, kafka,
             assert value(scraped, "kafka_connect_worker_rebalance_epoch") >= 1
             assert value(scraped, "kafka_connect_coordinator_assigned_tasks") == spread[w.worker_id]
         assert total == 4
+
+        # the Strimzi dashboard's distributed-only query (Rebalancing), over two scrapes of each worker
+        spec = json.loads(FIXTURE.read_text())
+        queries = [q for q in spec["queries"] if q.get("mode") == "distributed"]
+        assert [q["panel"] for q in queries] == ["Rebalancing"]
+        for w in workers:
+            with w.http() as http:
+                texts = [(http.get("/metrics").text, time.time()) for _ in range(2)]
+            one, two = (Scrape(t, at, spec["target_labels"]) for t, at in texts)
+            for q in queries:
+                expr = q["expr"]
+                for var, val in spec["variables"].items():
+                    expr = expr.replace(f"${var}", val)
+                assert evaluate(expr, one, two) == [({}, 0.0)], f"panel {q['panel']!r}: {expr}"
     finally:
         for w in workers:
             w.stop()

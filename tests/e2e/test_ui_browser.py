@@ -68,7 +68,11 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestWorker]:
     plugins = tmp / "plugins"
     plugins.mkdir()
     (plugins / "ui_failing.py").write_text(FAILING_PLUGIN)
-    w = RestWorker(tmp, **{"plugin.path": plugins}).start()
+    # automatic restarts on: the first comes at once, the second not within the test, so a failing task
+    # shows one try made and the next one planned
+    w = RestWorker(tmp, **{"plugin.path": plugins, "task.restart.enabled": "true",
+                           "task.restart.initial.delay.ms": 200, "task.restart.multiplier": 3000,
+                           "task.restart.max.delay.ms": 3_600_000, "task.restart.max.tries": 3}).start()
     yield w
     w.stop()
 
@@ -210,10 +214,64 @@ def test_list_filter_open_pause_and_resume(session: PageSession, worker: RestWor
     session.shot("failed-task")
 
 
+
+def test_lag_dlq_and_auto_restart_columns(session: PageSession, worker: RestWorker) -> None:
+    tmp = worker.tmp
+    source = tmp / "lag-in.txt"
+    source.write_text("".join(f"lag {i}\n" for i in range(40)))
+    with worker.http() as c:
+        _create(c, "lag-src", {"connector.class": "FileStreamSource", "file": str(source), "topic": "ui-lag"})
+        _create(c, "lag-sink", {"connector.class": "FileStreamSink", "topics": "ui-lag",
+                                "file": str(tmp / "lag-out.txt")})
+        # plain text is no JSON: every record fails conversion and goes to the dead letter queue
+        _create(c, "dlq-sink", {"connector.class": "FileStreamSink", "topics": "ui-lag",
+                                "file": str(tmp / "dlq-out.txt"),
+                                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                                "value.converter.schemas.enable": "false", "errors.tolerance": "all",
+                                "errors.deadletterqueue.topic.name": "ui-dlq",
+                                "errors.deadletterqueue.topic.replication.factor": "1"})
+        _create(c, "restart-failing", {"connector.class": "UiFailingSourceConnector", "topic": "ui-fail-2"})
+    page = session.page
+    # the sink caught up and committed: no lag; the DLQ sink sent all 40 there
+    sync_api.expect(_row(page, "lag-sink").locator(".lag")).to_have_text("0", timeout=30_000)
+    sync_api.expect(_row(page, "dlq-sink").locator(".dlq")).to_have_text("40", timeout=30_000)
+    sync_api.expect(_row(page, "lag-sink").locator(".dlq")).to_have_text("0")
+    sync_api.expect(_row(page, "lag-src").locator(".lag")).to_have_text("")  # sources have no lag
+    # one automatic restart made, the next one planned (an hour of backoff away)
+    sync_api.expect(_row(page, "restart-failing").locator(".auto-restart")).to_have_text(
+        re.compile(r"^1/3 tries, next \d\d:\d\d:\d\d$"), timeout=30_000)
+    sync_api.expect(_row(page, "lag-src").locator(".auto-restart")).to_have_text("")
+
+    # a paused sink stops reading: the records written meanwhile are its lag
+    with worker.http() as c:
+        assert c.put("/connectors/lag-sink/pause").status_code == 202
+        wait_until(lambda: _task_states(c, "lag-sink") == ["PAUSED"], 30, what="lag-sink paused")
+        with source.open("a") as f:
+            f.write("".join(f"more {i}\n" for i in range(25)))
+    sync_api.expect(_row(page, "lag-sink").locator(".lag")).to_have_text("25", timeout=30_000)
+    sync_api.expect(_row(page, "dlq-sink").locator(".dlq")).to_have_text("65", timeout=30_000)
+    session.shot("lag-dlq-restart")
+    with worker.http() as c:  # the page shows what status says
+        tasks = c.get("/connectors/lag-sink/status").json()["tasks"]
+        assert tasks[0]["metrics"]["lag"] == 25
+        failing = c.get("/connectors/restart-failing/status").json()["tasks"][0]
+        assert failing["restart_tries"] == 1 and failing["next_restart_ms"] is not None
+
+    page.get_by_role("link", name="restart-failing", exact=True).click()
+    sync_api.expect(page.locator("#tasks tr[data-task='0'] .auto-restart")).to_have_text(
+        re.compile(r"^1/3 tries, next \d\d:\d\d:\d\d$"))
+    session.shot("task-auto-restart")
+    with worker.http() as c:
+        assert c.put("/connectors/lag-sink/resume").status_code == 202
+        for name in ("lag-src", "lag-sink", "dlq-sink", "restart-failing"):
+            assert c.delete(f"/connectors/{name}").status_code == 204
+
+
 def test_create_through_the_form_shows_the_fields_error_then_creates(session: PageSession, worker: RestWorker) -> None:
     page = session.page
     page.click("#nav-new")
-    page.select_option("#plugin-class", "plugins.file.sink.FileStreamSinkConnector")
+    # /connector-plugins lists the class under the name Kafka Connect gives it
+    page.select_option("#plugin-class", "org.apache.kafka.connect.file.FileStreamSinkConnector")
     sync_api.expect(page.locator("#field-topics")).to_be_visible()
     page.fill("#connector-name-input", "form-sink")
     page.fill("#field-topics", "ui-form")

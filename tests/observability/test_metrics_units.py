@@ -121,7 +121,8 @@ def test_fast_rendering_is_byte_for_byte_what_generate_latest_writes() -> None:
          ConnectorMetrics("s", "x.Source", "source", "2.1", "RUNNING", {})),
         tuple(TaskMetrics('odd "name"\\x\n', t, "sink", "PAUSED", {"records_read": 10 ** 7 + t, "records_put": 0.5,
                                                                    "partition_count": 1},
-                          {("topic", t): 3}, TaskRestartInfo(1, 3, 1_700_000_000_123)) for t in range(2)),
+                          {("topic", t): 3}, TaskRestartInfo(1, 3, 1_700_000_000_123)) for t in range(2))
+        + (TaskMetrics("s", 0, "sink", "RUNNING", SPARK_PROGRESS),),
         {"connector_startup_attempts": 3, "connector_startup_failure": 1}, {"completed_rebalances": 2, "epoch": 5,
                                                                            "rebalancing": 0})
     registry = CollectorRegistry(auto_describe=False)
@@ -129,3 +130,25 @@ def test_fast_rendering_is_byte_for_byte_what_generate_latest_writes() -> None:
     registry.register(collector)
     fast, reference = collector.render(), generate_latest(registry)
     assert fast == reference and b'odd \\"name\\"\\\\x\\n' in fast
+
+
+SPARK_PROGRESS = {"query": "RUNNING", "records_total": 900, "batches_completed": 4, "batch_duration_ms_sum": 2500,
+                  "records_per_sec": 812.5, "input_records_per_sec": 640.0, "last_batch_id": 3,
+                  "last_batch_records": 300, "last_batch_ms": 750, "records_read": 0}
+
+
+def test_spark_sink_progress_becomes_headrace_spark_sink_series() -> None:
+    herder = SnapshotHerder()
+    herder.snapshot = WorkerMetrics("w1", (), (TaskMetrics("hdfs", 0, "sink", "RUNNING", SPARK_PROGRESS),
+                                              TaskMetrics("plain", 0, "sink", "RUNNING", {"records_read": 1})), {})
+    fams = _families(herder)
+    values = {s.name: s.value for name, samples in fams.items() if name.startswith("headrace_spark_sink_")
+              for s in samples}
+    assert values == {
+        "headrace_spark_sink_batches_completed_total": 4, "headrace_spark_sink_records_total": 900,
+        "headrace_spark_sink_last_batch_records": 300, "headrace_spark_sink_last_batch_duration_seconds": 0.75,
+        "headrace_spark_sink_input_rows_per_second": 640.0, "headrace_spark_sink_processed_rows_per_second": 812.5,
+        "headrace_spark_sink_batch_duration_seconds_count": 4, "headrace_spark_sink_batch_duration_seconds_sum": 2.5}
+    # only the Spark sink's task has them
+    assert {s.labels["connector"] for n, samples in fams.items() if n.startswith("headrace_spark_sink_")
+            for s in samples} == {"hdfs"}
