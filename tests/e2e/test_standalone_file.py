@@ -133,6 +133,9 @@ def test_kill_9_mid_stream_loses_nothing_and_bounds_duplicates(tmp_path):
         thread.join()
     worker = connect_standalone(tmp_path, worker_cfg, src, snk)
     try:
+        # the first worker may have committed everything before its kill: wait for the second to be up, or the
+        # check below passes at once and the SIGTERM lands while it is still importing
+        wait_until(lambda: worker.log().count("standalone worker started") == 2, 60, what="the restarted worker")
         # done when the source has committed the whole file (it appends nothing more) and the sink has
         # written every record of the topic, replays included
         backend = open_log_backend({"embedded.log.dir": str(tmp_path / "data")})
