@@ -106,3 +106,19 @@ def test_the_task_signature_lists_exactly_the_status_counters(herder):
         metrics = herder.worker.connector_task_metrics(name)
         signatures = herder.worker.connector_task_signatures(name)
         assert [(tid, tuple(m.values())) for tid, m in metrics.items()] == [(tid, sig) for tid, _, sig in signatures]
+
+
+def test_statuses_read_from_the_status_topic_move_the_version_too():
+    """A distributed worker learns other workers' states from the status topic, not through put_task."""
+    from connect.runtime.distributed.status_backing_store import KafkaStatusBackingStore
+
+    store = KafkaStatusBackingStore(MemoryBackend(), "connect-status", "w1:8083")
+    running = b'{"state": "RUNNING", "trace": null, "worker_id": "w2:8083", "generation": 1}'
+    store._on_record(b"status-task-remote-0", running, 0, 0)
+    first = store.version("remote")
+    assert first > 0 and store.task(ConnectorTaskId("remote", 0)).state is State.RUNNING
+    store._on_record(b"status-task-remote-0", running.replace(b"RUNNING", b"PAUSED"), 0, 1)
+    assert store.version("remote") > first
+    second = store.version("remote")
+    store._on_record(b"status-connector-remote", running, 0, 2)
+    assert store.version("remote") > second
