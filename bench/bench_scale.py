@@ -9,7 +9,7 @@ over REST from 8 client threads. Then, on that worker:
 - RSS per connector: the worker's RSS with the N connectors minus its RSS before, over N;
 - status latency: ``GET /connectors/{name}/status`` and ``GET /connectors?expand=status`` at
   ``--rate`` requests/s (open loop from a second process, latency counted from the scheduled send)
-  on the idle worker, then again while one FileStreamSource -> FileStreamSink pipeline moves
+  on the idle worker (with the worker's CPU time per request, from /proc), then again while one FileStreamSource -> FileStreamSink pipeline moves
   ``--pipeline-lines`` lines at full speed in the same worker;
 - restore: the worker stopped (SIGTERM) and started again, time until every connector's task
   reports RUNNING;
@@ -169,11 +169,16 @@ def measure(n: int, args: argparse.Namespace, source_file: Path) -> dict[str, fl
         out["threads"] = w.threads()
         one = [f"{w.url}/connectors/sink-{i}/status" for i in range(0, n, max(1, n // 50))]
         listing = [f"{w.url}/connectors?expand=status"]
+        c0 = w.cpu_seconds()
         lat, _ = _load(one, args.rate, args.seconds)
         out["one status p99 ms, idle"] = _pct(lat, 99)
+        # the worker's CPU per request (from /proc): what a request costs, however loaded the machine is
+        out["one status worker CPU ms/request"] = (w.cpu_seconds() - c0) / len(lat) * 1000
         if n <= args.list_limit:
+            c0 = w.cpu_seconds()
             lat, _ = _load(listing, args.rate, args.seconds)
             out["list status p99 ms, idle"] = _pct(lat, 99)
+            out["list status worker CPU ms/request"] = (w.cpu_seconds() - c0) / len(lat) * 1000
         # one pipeline at full speed beside the idle connectors
         sink_file = work / "pipeline-out.txt"
         c = clients[0]

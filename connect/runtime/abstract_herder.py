@@ -24,6 +24,7 @@ from connect.runtime.herder import (
 )
 from connect.runtime.plugins import PluginRegistry, connector_type
 from connect.runtime.status import StatusStore
+from connect.runtime.status_views import StatusViews
 from connect.runtime.task_restarter import TaskAutoRestarter, TaskRestartPolicy
 from connect.runtime.worker_config import WorkerConfig
 
@@ -46,6 +47,7 @@ class AbstractHerder(Herder):
         # set by a herder when task.restart.enabled: the tries and next restart shown in task status
         self.task_restarter: TaskAutoRestarter | None = None
         self._versions: dict[str, str | None] = {}  # by connector.class: version() builds a plugin
+        self.status_views = StatusViews()
 
     @property
     def worker_id(self) -> str:
@@ -150,6 +152,18 @@ class AbstractHerder(Herder):
         return self.task_restarter
 
     # --- status ------------------------------------------------------------------------------------------------------
+    def status_body(self, name: str, config: Mapping[str, str], task_count: int,
+                    task_signatures: tuple[Any, ...], log_problem: str | None) -> dict[str, Any]:
+        """The JSON body of ``name``'s status, built again only when something it shows has changed.
+
+        ``task_signatures`` is the worker's ``connector_task_signatures(name)``; the other arguments are
+        what ``build_status`` takes. Reading the key first keeps a stored body at least as new as its key."""
+        restarts: tuple[Any, ...] = ()
+        if self.task_restarter is not None:
+            restarts = tuple(self.task_restarter.info(ConnectorTaskId(name, i)) for i in range(task_count))
+        key = (self.status.version(name), config, task_count, log_problem, restarts, task_signatures)
+        return self.status_views.body(name, key, lambda: self.connector_status(name).to_json())
+
     def build_status(self, name: str, config: Mapping[str, str], task_count: int,
                      metrics: Mapping[ConnectorTaskId, Mapping[str, int | float]] | None = None,
                      log_problem: str | None = None) -> ConnectorStateInfo:

@@ -170,6 +170,9 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         return {**super().record_counts(), "transactions_committed": self.transactions_committed,
                 "transactions_aborted": self.transactions_aborted}
 
+    def record_signature(self) -> tuple[int, ...]:
+        return (*super().record_signature(), self.transactions_committed, self.transactions_aborted)
+
     # --- transactions -------------------------------------------------------------------------
     def _begin(self) -> None:
         if self._open_since is None:

@@ -289,6 +289,11 @@ class Herder(abc.ABC):
     @abc.abstractmethod
     def connector_status(self, name: str) -> ConnectorStateInfo: ...
 
+    def connector_status_body(self, name: str) -> dict[str, Any]:
+        """``connector_status(name).to_json()``; a herder may return one shared, prepared body, so callers
+        serialise it and never change it (status listings read it per connector per request)."""
+        return self.connector_status(name).to_json()
+
     @abc.abstractmethod
     def task_status(self, task: ConnectorTaskId) -> TaskState: ...
 

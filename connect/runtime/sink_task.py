@@ -174,6 +174,9 @@ class WorkerSinkTask(WorkerTask):
         return {"records_read": self.records_read, "records_put": self.records_put,
                 "records_dropped": self.records_dropped}
 
+    def record_signature(self) -> tuple[int, ...]:
+        return (self.records_read, self.records_put, self.records_dropped)
+
     # --- one loop turn ------------------------------------------------------------------------------
     def iteration(self) -> None:
         self._maybe_commit()

@@ -185,6 +185,9 @@ class WorkerSourceTask(WorkerTask):
         return {"records_polled": self.records_polled, "records_written": self.records_sent,
                 "records_dropped": self.records_dropped}
 
+    def record_signature(self) -> tuple[int, ...]:
+        return (self.records_polled, self.records_sent, self.records_dropped)
+
     def _signal_stop(self) -> None:
         # SourceTask.stop may be called from another thread to interrupt a blocking poll
         self._stop_plugin()

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from connect.api.errors import ConfigException
 from connect.log.api import LogError
@@ -243,6 +244,7 @@ class StandaloneHerder(AbstractHerder):
                 self.store.remove_connector(name)
             self._stop_connector_and_tasks(name)
             self.status.remove_connector(name)
+            self.status_views.forget(name)
             if self.task_restarter is not None:
                 self.task_restarter.forget(name)
             log.info("[%s] Connector deleted", name)
@@ -252,6 +254,12 @@ class StandaloneHerder(AbstractHerder):
         count = len(self.store.snapshot.task_configs.get(name, []))
         metrics = self.worker.connector_task_metrics(name)
         return self.build_status(name, config, count, metrics, self.worker.backend.health_problem())
+
+    def connector_status_body(self, name: str) -> dict[str, Any]:
+        config = self._config(name)
+        count = len(self.store.snapshot.task_configs.get(name, []))
+        return self.status_body(name, config, count, self.worker.connector_task_signatures(name),
+                                self.worker.backend.health_problem())
 
     def metrics_snapshot(self) -> WorkerMetrics:
         return self.worker.metrics_snapshot(self.task_restarter.info if self.task_restarter is not None else None)

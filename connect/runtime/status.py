@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import traceback
 from collections.abc import Callable, Mapping
@@ -40,6 +41,10 @@ class StatusStore:
         self._tasks: dict[str, dict[ConnectorTaskId, Status]] = {}
         self._topics: dict[str, set[str]] = {}
         self.listeners: list[StatusListener] = []
+        # a connector's version moves on every change to it or its tasks, so a status view built from it
+        # can be reused until then; numbers come from one counter, so a re-created connector never repeats one
+        self._versions: dict[str, int] = {}
+        self._version_counter = itertools.count(1)
         # blanks resolved config-provider values from traces and topic names (the worker sets it)
         self.redact: Callable[[str], str] = lambda text: text
 
@@ -47,6 +52,7 @@ class StatusStore:
         status = self._redacted(status)
         with self._lock:
             self._connectors[name] = status
+            self._touch(name)
         for listener in self.listeners:
             listener(name, None, status)
 
@@ -54,6 +60,7 @@ class StatusStore:
         status = self._redacted(status)
         with self._lock:
             self._tasks.setdefault(task.connector, {})[task] = status
+            self._touch(task.connector)
         for listener in self.listeners:
             listener(task.connector, task, status)
 
@@ -66,6 +73,14 @@ class StatusStore:
     def connector(self, name: str) -> Status | None:
         with self._lock:
             return self._connectors.get(name)
+
+    def _touch(self, name: str) -> None:
+        """Moves ``name``'s version on; the caller holds the lock and has just changed its statuses."""
+        self._versions[name] = next(self._version_counter)
+
+    def version(self, name: str) -> int:
+        """Changes whenever the status of connector ``name`` or of one of its tasks does (0: none stored)."""
+        return self._versions.get(name, 0)  # one dict read: atomic under the GIL, no lock needed
 
     def connector_names(self) -> list[str]:
         with self._lock:
@@ -96,9 +111,11 @@ class StatusStore:
     def remove_task(self, task: ConnectorTaskId) -> None:
         with self._lock:
             self._tasks.get(task.connector, {}).pop(task, None)
+            self._touch(task.connector)
 
     def remove_connector(self, name: str) -> None:
         with self._lock:
             self._connectors.pop(name, None)
             self._topics.pop(name, None)
             self._tasks.pop(name, None)
+            self._versions.pop(name, None)

@@ -425,6 +425,13 @@ class Worker:
             out[tid]["lag"] = sum(lags.values())
         return out
 
+    def connector_task_signatures(self, connector: str) -> tuple[tuple[ConnectorTaskId, int, tuple[int | float, ...]], ...]:
+        """Which task objects run for ``connector`` and their counters, cheaply: equal between two calls
+        exactly when ``connector_task_metrics`` would be (a restarted task is a new object, so a new id)."""
+        with self._lock:
+            tasks = list(self._connector_tasks.get(connector, {}).items())
+        return tuple((tid, id(task), task.metrics_signature()) for tid, task in tasks)
+
     def metrics_snapshot(self, restarts: Callable[[ConnectorTaskId], TaskRestartInfo | None] | None = None
                          ) -> WorkerMetrics:
         """The connectors and tasks on this worker with their states and counters, copied for a metrics scrape.

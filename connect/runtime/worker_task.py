@@ -132,6 +132,15 @@ class WorkerTask(abc.ABC):
         """Records this task moved; each kind of task names its own counters."""
         return {}
 
+    def metrics_signature(self) -> tuple[int | float, ...]:
+        """The values of ``metrics()`` in order, without building its dicts: a status view made at one
+        signature stays right until the signature changes (status listings read it per task per request)."""
+        return (*self.record_signature(), *self.errors.metrics.signature())
+
+    def record_signature(self) -> tuple[int, ...]:
+        """The values of ``record_counts()`` in order; busy task kinds override it with a plain tuple."""
+        return tuple(self.record_counts().values())
+
     def log_metrics_summary(self) -> None:
         """One INFO line with the task's counters, when they changed since the last one (called at commits)."""
         counts = self.metrics()

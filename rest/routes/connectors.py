@@ -87,7 +87,7 @@ def list_connectors() -> Response:
         try:
             for expansion in expansions:
                 if expansion == "status":
-                    entry["status"] = herder.connector_status(name).to_json()
+                    entry["status"] = herder.connector_status_body(name)
                 elif expansion == "info":
                     entry["info"] = herder.connector_info(name).to_json()
                 else:
@@ -156,7 +156,7 @@ def patch_connector_config(connector: str) -> Response:
 
 @bp.get("/connectors/<connector>/status")
 def get_connector_status(connector: str) -> Response:
-    return json_response(current_herder().connector_status(connector).to_json())
+    return json_response(current_herder().connector_status_body(connector))
 
 
 @bp.post("/connectors/<connector>/restart")

@@ -195,6 +195,16 @@ class DistributedHerder(AbstractHerder):
         return self.build_status(name, config, count, self.worker.connector_task_metrics(name),
                                  self.worker.backend.health_problem())
 
+    def connector_status_body(self, name: str) -> dict[str, Any]:
+        snapshot = self.store.snapshot()
+        config = snapshot.connectors.get(name)
+        if config is None:
+            self.status_views.forget(name)
+            raise NotFoundError(f"Connector {name} not found")
+        count = len(snapshot.task_configs.get(name, []))
+        return self.status_body(name, config, count, self.worker.connector_task_signatures(name),
+                                self.worker.backend.health_problem())
+
     def task_status(self, task: ConnectorTaskId) -> TaskState:
         for t in self.connector_status(task.connector).tasks:
             if t.id == task.task:

@@ -146,6 +146,7 @@ class KafkaStatusBackingStore(StatusStore):
                     self._connectors.pop(connector, None)
                 else:
                     self._connectors[connector] = status
+                self._touch(connector)
         elif (m := _TASK_KEY.match(name)) is not None:
             task = ConnectorTaskId(m.group(1), int(m.group(2)))
             status = self._parse(body)
@@ -154,6 +155,7 @@ class KafkaStatusBackingStore(StatusStore):
                     self._tasks.get(task.connector, {}).pop(task, None)
                 else:
                     self._tasks.setdefault(task.connector, {})[task] = status
+                self._touch(task.connector)
         elif (m := _TOPIC_KEY.match(name)) is not None:
             topic, connector = m.group(1), m.group(2)
             with self._lock:

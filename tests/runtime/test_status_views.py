@@ -1,0 +1,124 @@
+"""Prepared status bodies (issue #13): reused while nothing they show changed, rebuilt as soon as it does."""
+
+from __future__ import annotations
+
+import pytest
+
+from connect.runtime.config_store import ConfigTopicStore
+from connect.runtime.herder import ConnectorTaskId, NotFoundError, State
+from connect.runtime.offset_committer import SourceTaskOffsetCommitter
+from connect.runtime.standalone import StandaloneHerder
+from connect.runtime.status_views import StatusViews
+from connect.runtime.worker import Worker
+from connect.runtime.worker_config import StandaloneConfig
+from tests.runtime.fakes import FakeClock, MemoryBackend, MemoryOffsetStore, RecordingStatus, append, registry
+from tests.support import wait_until
+
+SOURCE = {"connector.class": "CountingSourceConnector", "tasks.max": "1", "lines": "2"}
+SINK = {"connector.class": "NullSinkConnector", "tasks.max": "1", "topics": "feed"}
+
+
+@pytest.fixture
+def herder():
+    clock = FakeClock()
+    backend = MemoryBackend(clock)
+    config = StandaloneConfig({"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                               "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+                               "offset.storage.file.filename": "unused", "task.shutdown.graceful.timeout.ms": "2000"})
+    worker = Worker("test-worker:0", config, registry(), backend, MemoryOffsetStore(), RecordingStatus(), clock=clock,
+                    source_committer=SourceTaskOffsetCommitter(clock))
+    herder = StandaloneHerder(worker, ConfigTopicStore(backend, "connect-configs"))
+    herder.start()
+    yield herder
+    herder.stop()
+
+
+def test_a_body_is_reused_for_the_same_key_and_rebuilt_for_a_new_one():
+    views = StatusViews()
+    built: list[int] = []
+
+    def build(n: int):
+        return lambda: built.append(n) or {"n": n}
+
+    first = views.body("c", (1, "a"), build(1))
+    assert views.body("c", (1, "a"), build(2)) is first
+    assert views.body("c", (2, "a"), build(3)) == {"n": 3}
+    assert built == [1, 3]
+    views.forget("c")
+    assert len(views) == 0
+    assert views.body("c", (2, "a"), build(4)) == {"n": 4}
+
+
+def test_the_status_version_moves_on_every_change_and_never_repeats_after_a_delete(herder):
+    status = herder.status
+    assert status.version("nobody") == 0
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    status.await_task(ConnectorTaskId("src", 0), State.RUNNING)
+    seen = status.version("src")
+    herder.pause_connector("src")
+    status.await_task(ConnectorTaskId("src", 0), State.PAUSED)
+    assert status.version("src") > seen
+    paused = status.version("src")
+    herder.delete_connector("src")
+    assert status.version("src") == 0
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    status.await_task(ConnectorTaskId("src", 0), State.RUNNING)
+    assert status.version("src") > paused
+
+
+def test_the_body_follows_states_and_counters_and_equals_the_built_status(herder):
+    append(herder.worker.backend, "feed", "a", "b")
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    herder.put_connector_config("sink", SINK, allow_replace=False)
+    for name in ("src", "sink"):
+        herder.status.await_task(ConnectorTaskId(name, 0), State.RUNNING)
+    # the counters reach the body although no state changed while the records moved
+    wait_until(lambda: herder.connector_status_body("sink")["tasks"][0]["metrics"]["records_put"] == 2,
+               what="the sink's body to count the two records")
+    wait_until(lambda: herder.connector_status_body("src")["tasks"][0]["metrics"]["records_written"] == 2,
+               what="the source's body to count the two records")
+    for name in ("src", "sink"):
+        assert herder.connector_status_body(name) == herder.connector_status(name).to_json()
+    body = herder.connector_status_body("src")
+    assert herder.connector_status_body("src") is body  # nothing changed: the same prepared body
+    herder.pause_connector("src")
+    herder.status.await_task(ConnectorTaskId("src", 0), State.PAUSED)
+    paused = herder.connector_status_body("src")
+    assert paused["connector"]["state"] == "PAUSED" and paused["tasks"][0]["state"] == "PAUSED"
+    assert paused == herder.connector_status("src").to_json()
+
+
+def test_a_deleted_connector_has_no_body_and_keeps_none(herder):
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    herder.status.await_task(ConnectorTaskId("src", 0), State.RUNNING)
+    herder.connector_status_body("src")
+    herder.delete_connector("src")
+    assert len(herder.status_views) == 0
+    with pytest.raises(NotFoundError):
+        herder.connector_status_body("src")
+
+
+def test_the_task_signature_lists_exactly_the_status_counters(herder):
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    herder.put_connector_config("sink", SINK, allow_replace=False)
+    for name in ("src", "sink"):
+        herder.status.await_task(ConnectorTaskId(name, 0), State.RUNNING)
+        metrics = herder.worker.connector_task_metrics(name)
+        signatures = herder.worker.connector_task_signatures(name)
+        assert [(tid, tuple(m.values())) for tid, m in metrics.items()] == [(tid, sig) for tid, _, sig in signatures]
+
+
+def test_statuses_read_from_the_status_topic_move_the_version_too():
+    """A distributed worker learns other workers' states from the status topic, not through put_task."""
+    from connect.runtime.distributed.status_backing_store import KafkaStatusBackingStore
+
+    store = KafkaStatusBackingStore(MemoryBackend(), "connect-status", "w1:8083")
+    running = b'{"state": "RUNNING", "trace": null, "worker_id": "w2:8083", "generation": 1}'
+    store._on_record(b"status-task-remote-0", running, 0, 0)
+    first = store.version("remote")
+    assert first > 0 and store.task(ConnectorTaskId("remote", 0)).state is State.RUNNING
+    store._on_record(b"status-task-remote-0", running.replace(b"RUNNING", b"PAUSED"), 0, 1)
+    assert store.version("remote") > first
+    second = store.version("remote")
+    store._on_record(b"status-connector-remote", running, 0, 2)
+    assert store.version("remote") > second
