@@ -427,10 +427,14 @@ class Worker:
 
     def connector_task_signatures(self, connector: str) -> tuple[tuple[ConnectorTaskId, int, tuple[int | float, ...]], ...]:
         """Which task objects run for ``connector`` and their counters, cheaply: equal between two calls
-        exactly when ``connector_task_metrics`` would be (a restarted task is a new object, so a new id)."""
+        exactly when ``connector_task_metrics`` would be (a restarted task is a new object, so a new id).
+        A sink task's lag is part of it: it grows while the task's own counters stand still (a paused sink)."""
         with self._lock:
             tasks = list(self._connector_tasks.get(connector, {}).items())
-        return tuple((tid, id(task), task.metrics_signature()) for tid, task in tasks)
+        committed = {tid: task.committed_offsets() for tid, task in tasks if isinstance(task, WorkerSinkTask)}
+        lags = self._sink_lags(committed) if committed else {}
+        return tuple((tid, id(task), task.metrics_signature(), sum(lags[tid].values()) if tid in lags else None)
+                     for tid, task in tasks)
 
     def metrics_snapshot(self, restarts: Callable[[ConnectorTaskId], TaskRestartInfo | None] | None = None
                          ) -> WorkerMetrics:

@@ -105,7 +105,9 @@ def test_the_task_signature_lists_exactly_the_status_counters(herder):
         herder.status.await_task(ConnectorTaskId(name, 0), State.RUNNING)
         metrics = herder.worker.connector_task_metrics(name)
         signatures = herder.worker.connector_task_signatures(name)
-        assert [(tid, tuple(m.values())) for tid, m in metrics.items()] == [(tid, sig) for tid, _, sig in signatures]
+        # a sink's lag is the signature's last item, apart from its counters
+        counters = [(tid, tuple(v for k, v in m.items() if k != "lag"), m.get("lag")) for tid, m in metrics.items()]
+        assert counters == [(tid, sig, lag) for tid, _, sig, lag in signatures]
 
 
 def test_statuses_read_from_the_status_topic_move_the_version_too():
@@ -122,3 +124,42 @@ def test_statuses_read_from_the_status_topic_move_the_version_too():
     second = store.version("remote")
     store._on_record(b"status-connector-remote", running, 0, 2)
     assert store.version("remote") > second
+
+
+
+def test_a_paused_sinks_body_shows_its_lag_growing_though_its_counters_stand_still(tmp_path):
+    from connect.log import open_log_backend
+
+    backend = open_log_backend({"embedded.log.dir": str(tmp_path / "data")})
+    config = StandaloneConfig({"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                               "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+                               "offset.storage.file.filename": "unused", "offset.flush.interval.ms": "100"})
+    worker = Worker("test-worker:0", config, registry(), backend, MemoryOffsetStore(), RecordingStatus(),
+                    source_committer=SourceTaskOffsetCommitter(FakeClock()))
+    herder = StandaloneHerder(worker, ConfigTopicStore(backend, "connect-configs"))
+    herder.start()
+    producer = backend.producer()
+
+    def append(*values: str) -> None:
+        producer.send_batch("feed", 0, [v.encode() for v in values])
+        assert producer.flush(10) == 0
+
+    def lag():
+        return herder.connector_status_body("sink")["tasks"][0]["metrics"].get("lag")
+
+    try:
+        append("a", "b")
+        herder.put_connector_config("sink", SINK, allow_replace=False)
+        tid = ConnectorTaskId("sink", 0)
+        herder.status.await_task(tid, State.RUNNING)
+        wait_until(lambda: lag() == 0, 10, what="the sink to commit both records")
+        herder.pause_connector("sink")
+        herder.status.await_task(tid, State.PAUSED)
+        append("c", "d", "e")
+        # the log ends are kept a second, so the new lag shows within about that
+        wait_until(lambda: lag() == 3, 10, what="the paused sink's lag to reach 3")
+        assert herder.connector_status_body("sink") == herder.connector_status("sink").to_json()
+    finally:
+        producer.close()
+        herder.stop()
+        backend.close()
