@@ -295,3 +295,11 @@ def test_a_10_mb_schema_is_refused_with_a_clear_error(reg: Registry) -> None:
     answer = roomy.post("/subjects/s/versions", headers=CT, data=body)
     assert answer.status_code == 422 and answer.get_json()["error_code"] == 42209
     assert reg.call("GET", "/subjects") == []
+
+
+def test_schema_references_are_refused_naming_the_feature(reg: Registry) -> None:
+    # references are not supported yet (issue #18 part 3): the refusal must say so, not fail obscurely
+    body = {"schema": V1, "references": [{"name": "other.R", "subject": "other", "version": 1}]}
+    refused = reg.call("POST", "/subjects/s/versions", body, 422)
+    assert refused["error_code"] == 42201 and "references are not supported" in refused["message"]
+    assert reg.call("GET", "/subjects", status=200) == []
