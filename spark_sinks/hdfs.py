@@ -220,19 +220,7 @@ class HdfsSparkSinkTask(SparkSinkTask):
         from pyspark.sql import functions as F
 
         assert self.avro is not None
-        base = df.where(F.col("value").isNotNull())
-        framed = AvroValues.framed()
-        bad = base.where(~framed)
-        if self.tolerate:
-            self._dead_letter(bad, "The value does not start with the Avro magic byte 0x00 and a schema id")
-        else:
-            first = bad.select("topic", "partition", "offset").limit(1).collect()
-            if first:
-                row = first[0]
-                raise ConnectException(f"{row['topic']}-{row['partition']}@{row['offset']}: the value does not "
-                                       "start with the Avro magic byte 0x00 and a schema id (value.converter is "
-                                       "the AvroConverter)")
-        decoded = self.avro.decode(base.where(framed))
+        decoded = self.decode_avro(df, self.avro)
         if decoded is None:
             return
         keys = ["topic", "partition", *self._partition_columns()]
@@ -242,20 +230,6 @@ class HdfsSparkSinkTask(SparkSinkTask):
                                                        field=lambda f: F.col("_v")[f].cast("string")), "_v")
         shaped = shaped.select(*keys, "offset", *[F.col("_v")[n].alias(n) for n in names if n not in keys])
         self._write_files(df, shaped, keys, batch_id, started, None)
-
-    def _dead_letter(self, bad: Any, reason: str) -> None:
-        rows = bad.select("topic", "partition", "offset", "key", "value", "headers").collect()
-        if not rows:
-            return
-        dlq = self.context.dead_letter_queue()
-        for row in rows:
-            log.warning("%s: skipping %s-%d@%d: %s", self.name, row["topic"], row["partition"], row["offset"], reason)
-            if dlq is not None:
-                dlq.report(row["topic"], row["partition"], row["offset"], row["key"], row["value"],
-                           [(h["key"], h["value"]) for h in row["headers"] or ()], reason)
-        if dlq is not None:
-            dlq.flush(30.0)
-        self.count("records_dead_lettered", len(rows))
 
     def _write_files(self, df: Any, shaped: Any, keys: list[str], batch_id: int, started: float,
                      cached: Any) -> None:

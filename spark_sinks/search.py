@@ -67,8 +67,10 @@ from connect.api import (
     Task,
     Width,
 )
+from spark_sinks.avro_values import AvroValues, avro_registry_url
 from spark_sinks.config import check_timezone, is_truthy, java_to_spark_pattern, spark_sink_def
 from spark_sinks.connector import SparkSinkConnector
+from spark_sinks.search_mapping import added_properties, index_properties
 from spark_sinks.task import SparkSinkTask
 
 __all__ = ["ElasticsearchSparkSink", "ElasticsearchSparkSinkTask", "detect_engine", "engine_of", "probe_cluster"]
@@ -138,6 +140,10 @@ def search_def() -> ConfigDef:
              group=DATA_GROUP, order_in_group=6, documentation="Date pattern of ${timestamp} in index names.")
     d.define("timezone", ConfigType.STRING, "UTC", LambdaValidator(check_timezone), Importance.LOW,
              "Time zone of ${timestamp} in index names.", DATA_GROUP, 7)
+    d.define("schema.ignore", ConfigType.BOOLEAN, False, importance=Importance.LOW, group=DATA_GROUP,
+             order_in_group=8, documentation="With the AvroConverter: true leaves field types to the cluster's "
+             "dynamic mapping; false (the default) puts the index mapping derived from the registered schema "
+             "before the first document, and adds the fields a schema evolution adds.")
     return d
 
 
@@ -262,6 +268,12 @@ class ElasticsearchSparkSinkTask(SparkSinkTask):
             "read_timeout": int(cfg.get("read.timeout.ms")) / 1000,
             "unwrap": is_truthy(props.get("value.converter.schemas.enable", "false")),
         }
+        registry = avro_registry_url(props)
+        self.avro = AvroValues(registry, self.tolerate) if registry else None
+        if self.avro is not None:
+            self.settings["unwrap"] = False  # the documents are the decoded values' JSON
+        self.map_fields = self.avro is not None and not bool(cfg.get("schema.ignore"))
+        self._mapped: dict[str, str] = {}  # index -> the properties last put there, as JSON
 
     def default_checkpoint(self) -> str:
         return f"{self.context.state_dir()}/checkpoint"
@@ -290,6 +302,8 @@ class ElasticsearchSparkSinkTask(SparkSinkTask):
         return F.lower(F.concat(*pieces))
 
     def write_batch(self, df: Any, batch_id: int) -> None:
+        if self.avro is not None:
+            df = self._avro_documents(df)
         rows = (df.select("topic", "partition", "offset", "key", "value", "headers",
                           self._index_column().alias("_index"))
                 .mapInArrow(functools.partial(bulk_partitions, self.settings), OUT_SCHEMA)
@@ -304,6 +318,65 @@ class ElasticsearchSparkSinkTask(SparkSinkTask):
                 failed[r["kind"]].append(r)
         if failed["malformed"] or failed["rejected"]:
             self._failed(failed["malformed"], failed["rejected"], batch_id)
+
+    def _avro_documents(self, df: Any) -> Any:
+        """``df`` with each Avro value replaced by its decoded value's JSON (tombstones kept), the indexes of the
+        batch mapped first (unless ``schema.ignore``)."""
+        from pyspark.sql import functions as F
+
+        tombstones = df.where(F.col("value").isNull())
+        decoded = self.decode_avro(df, self.avro)
+        if decoded is None:
+            return tombstones
+        if self.map_fields:
+            properties = index_properties(decoded.schema["_v"].dataType)
+            indexes = [r[0] for r in decoded.select(self._index_column()).distinct().collect()]
+            self._map_indexes(indexes, properties)
+        documents = decoded.withColumn("value", F.to_json("_v").cast("binary")).drop("_v")
+        return documents.unionByName(tombstones)
+
+    def _map_indexes(self, indexes: list[str], properties: dict[str, Any]) -> None:
+        """Puts ``properties`` on each index not yet given them: the whole mapping on a new index, only the
+        missing fields on an existing one."""
+        wanted = json.dumps(properties, sort_keys=True)
+        todo = [i for i in indexes if self._mapped.get(i) != wanted]
+        if not todo:
+            return
+        client = _client(self.settings)
+        opensearch = self.settings["engine"] == "opensearch"
+        index = todo[0]
+        try:
+            for index in todo:
+                if not client.indices.exists(index=index):
+                    try:
+                        if opensearch:
+                            client.indices.create(index=index, body={"mappings": {"properties": properties}})
+                        else:
+                            client.indices.create(index=index, mappings={"properties": properties})
+                        log.info("%s: created index %s with the mapping of the value schema (%d fields)", self.name,
+                                 index, len(properties))
+                        self._mapped[index] = wanted
+                        continue
+                    except Exception as exc:  # another task may have created it meanwhile
+                        if "resource_already_exists" not in str(exc):
+                            raise
+                found = client.indices.get_mapping(index=index)
+                found = found.body if hasattr(found, "body") else found
+                existing = next(iter(found.values()), {}).get("mappings", {}).get("properties", {})
+                added = added_properties(properties, existing)
+                if added:
+                    if opensearch:
+                        client.indices.put_mapping(index=index, body={"properties": added})
+                    else:
+                        client.indices.put_mapping(index=index, properties=added)
+                    log.info("%s: added %s to the mapping of index %s (fields of the value schema it lacked)", self.name,
+                             ", ".join(sorted(added)), index)
+                self._mapped[index] = wanted
+        except Exception as exc:
+            failure = request_failure(exc, self.settings)
+            raise type(failure)(f"Mapping index {index} from the value schema: {failure}") from exc
+        finally:
+            client.close()
 
     def _failed(self, malformed: list[Any], rejected: list[Any], batch_id: int) -> None:
         """Documents the cluster refused: malformed ones (400) per behavior.on.malformed.documents, others (a 4xx

@@ -329,6 +329,45 @@ class SparkSinkTask(StreamingSinkTask):
         self.write_batch(df, batch_id)
         log.debug("%s: batch %d written in %.0f ms", self.name, batch_id, (time.monotonic() - started) * 1000)
 
+    # --- values in Confluent's Avro wire format ------------------------------------------------------------------
+    def decode_avro(self, df: Any, avro: Any) -> Any:
+        """The non-null values of ``df`` decoded by ``avro`` (an ``AvroValues``) as the struct column ``_v``, or
+        None when there are none; values not in the wire format follow errors.tolerance: skipped to the
+        dead-letter topic, or the task fails naming the first one."""
+        from pyspark.sql import functions as F
+
+        from spark_sinks.avro_values import AvroValues
+
+        base = df.where(F.col("value").isNotNull())
+        framed = AvroValues.framed()
+        bad = base.where(~framed)
+        if avro.tolerate:
+            self.dead_letter(bad, "The value does not start with the Avro magic byte 0x00 and a schema id")
+        else:
+            first = bad.select("topic", "partition", "offset").limit(1).collect()
+            if first:
+                row = first[0]
+                raise ConnectException(f"{row['topic']}-{row['partition']}@{row['offset']}: the value does not "
+                                       "start with the Avro magic byte 0x00 and a schema id (value.converter is "
+                                       "the AvroConverter)")
+        return avro.decode(base.where(framed))
+
+    def dead_letter(self, bad: Any, reason: str) -> None:
+        """The rows of ``bad`` skipped for ``reason``: logged, and sent to the dead-letter topic if there is one
+        (durable before Spark commits the batch)."""
+        rows = bad.select("topic", "partition", "offset", "key", "value", "headers").collect()
+        if not rows:
+            return
+        dlq = self.context.dead_letter_queue()
+        for row in rows:
+            log.warning("%s: skipping %s-%d@%d: %s", self.name, row["topic"], row["partition"], row["offset"], reason)
+            if dlq is not None:
+                dlq.report(row["topic"], row["partition"], row["offset"], row["key"], row["value"],
+                           [(h["key"], h["value"]) for h in row["headers"] or ()], reason)
+        if dlq is not None:
+            dlq.flush(30.0)
+        self.count("records_dead_lettered", len(rows))
+
     # --- progress ---------------------------------------------------------------------------------------------
     def count(self, name: str, n: int = 1) -> None:
         with self._lock:

@@ -208,6 +208,10 @@ class WorkerStreamingTask(WorkerTask):
     def metrics(self) -> dict[str, Any]:
         return {**self.progress(), **super().metrics()}
 
+    def metrics_signature(self) -> tuple[Any, ...]:
+        # the engine's progress is part of metrics(), so a status body made before a batch must not outlive it
+        return (*self.progress().items(), *super().metrics_signature())
+
     def _log_progress(self, force: bool = False) -> None:
         progress = self.progress()
         if not progress or (progress == self._last_logged and not force):
