@@ -3,15 +3,17 @@
 Lists print as ``[a, b]``, maps as ``{k=v, k2=v2}``, null as ``null``, booleans as ``true``/``false``.
 Kafka's JsonConverter reads a JSON object into a ``java.util.HashMap``, so a map prints in that table's
 bucket order rather than in insertion order; ``hash_map_order`` reproduces it for string and integer
-keys (the keys a converter produces), so a sink file matches Kafka Connect's byte for byte.
+keys (the keys a converter produces), so a sink file matches Kafka Connect's byte for byte. Timestamps,
+dates and times print as ``java.util.Date`` does, in UTC.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["hash_map_order", "java_hash_code", "java_to_string"]
+__all__ = ["hash_map_order", "java_date_string", "java_hash_code", "java_to_string"]
 
 _MASK32 = 0xFFFFFFFF
 
@@ -69,7 +71,30 @@ def java_to_string(value: Any) -> str:
         return "null"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(java_to_string(v) for v in value) + "]"
+    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
+        return java_date_string(value)
     if isinstance(value, Mapping):
         keys = hash_map_order(list(value.keys()))
         return "{" + ", ".join(f"{java_to_string(k)}={java_to_string(value[k])}" for k in keys) + "}"
     return str(value)
+
+
+_EPOCH_DAY = _dt.date(1970, 1, 1)
+
+
+def java_date_string(value: _dt.datetime | _dt.date | _dt.time) -> str:
+    """``java.util.Date.toString`` in UTC: ``Thu Feb 29 13:45:07 UTC 2024``.
+
+    Kafka's Timestamp, Date and Time values are ``java.util.Date`` objects, which print in the JVM's
+    default zone; Headrace prints them in UTC (a Date is midnight UTC, a Time is on 1970-01-01).
+    """
+    if isinstance(value, _dt.datetime):
+        moment = value.astimezone(_dt.UTC) if value.tzinfo else value
+    elif isinstance(value, _dt.date):
+        moment = _dt.datetime(value.year, value.month, value.day)
+    else:
+        moment = _dt.datetime.combine(_EPOCH_DAY, value.replace(tzinfo=None))
+    # English names whatever the locale, as Date.toString uses
+    day = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")[moment.weekday()]
+    month = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")[moment.month - 1]
+    return f"{day} {month} {moment.day:02d} {moment:%H:%M:%S} UTC {moment.year}"

@@ -29,3 +29,14 @@ def test_lists_nulls_booleans_and_nesting() -> None:
 
 def test_keys_without_a_known_hash_keep_insertion_order() -> None:
     assert java_to_string({2.5: 1, 1.5: 2}) == "{2.5=1, 1.5=2}"
+
+
+def test_timestamps_dates_and_times_print_as_java_util_date_in_utc() -> None:
+    import datetime as dt
+
+    assert java_to_string(dt.datetime(2024, 2, 29, 13, 45, 7, 900, tzinfo=dt.UTC)) == "Thu Feb 29 13:45:07 UTC 2024"
+    later = dt.datetime(2024, 2, 29, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-2)))
+    assert java_to_string(later) == "Fri Mar 01 01:30:00 UTC 2024"  # shown in UTC whatever its zone
+    assert java_to_string(dt.date(2024, 3, 1)) == "Fri Mar 01 00:00:00 UTC 2024"
+    assert java_to_string(dt.time(13, 45, 7)) == "Thu Jan 01 13:45:07 UTC 1970"
+    assert java_to_string([dt.date(1970, 1, 1)]) == "[Thu Jan 01 00:00:00 UTC 1970]"

@@ -62,6 +62,31 @@ ROUTER = {
     "transforms.route.replacement": "$1-routed",
 }
 
+# Fixed strings parsed by TimestampConverter (in UTC, as Kafka's is), a number cast from text, then the
+# value nested one level and flattened again.
+TIME_AND_COUNT = {
+    "transforms.when.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+    "transforms.when.static.field": "when",
+    "transforms.when.static.value": "2024-02-29 13:45:07",
+    "transforms.day.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+    "transforms.day.static.field": "day",
+    "transforms.day.static.value": "2024-03-01",
+    "transforms.count.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+    "transforms.count.static.field": "count",
+    "transforms.count.static.value": "42",
+    "transforms.totime.type": "org.apache.kafka.connect.transforms.TimestampConverter$Value",
+    "transforms.totime.field": "when",
+    "transforms.totime.format": "yyyy-MM-dd HH:mm:ss",
+    "transforms.today.type": "org.apache.kafka.connect.transforms.TimestampConverter$Value",
+    "transforms.today.field": "day",
+    "transforms.today.format": "yyyy-MM-dd",
+    "transforms.cast.type": "org.apache.kafka.connect.transforms.Cast$Value",
+    "transforms.nest.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+    "transforms.nest.field": "outer",
+    "transforms.flat.type": "org.apache.kafka.connect.transforms.Flatten$Value",
+    "transforms.flat.delimiter": "_",
+}
+
 SCENARIOS = [
     Scenario("string", {"key.converter": STRING, "value.converter": STRING}),
     Scenario(
@@ -126,6 +151,39 @@ SCENARIOS = [
             **ROUTER,
         },
         routed=True,
+    ),
+    Scenario(
+        "json-schemas-cast-time",
+        {
+            "key.converter": JSON,
+            "value.converter": JSON,
+            "key.converter.schemas.enable": "true",
+            "value.converter.schemas.enable": "true",
+            "transforms": "hoist,when,day,count,totime,today,cast,nest,flat",
+            "transforms.hoist.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+            "transforms.hoist.field": "line",
+            **TIME_AND_COUNT,
+            "transforms.totime.target.type": "Timestamp",
+            "transforms.today.target.type": "Date",
+            "transforms.cast.spec": "count:int32",
+        },
+    ),
+    Scenario(
+        "json-schemaless-cast-time",
+        {
+            "key.converter": JSON,
+            "value.converter": JSON,
+            "key.converter.schemas.enable": "false",
+            "value.converter.schemas.enable": "false",
+            "transforms": "hoist,when,day,count,totime,today,cast,nest,flat",
+            "transforms.hoist.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+            "transforms.hoist.field": "line",
+            **TIME_AND_COUNT,
+            "transforms.totime.target.type": "unix",
+            "transforms.today.target.type": "unix",
+            "transforms.today.unix.precision": "seconds",
+            "transforms.cast.spec": "count:int64",
+        },
     ),
     Scenario(
         "json-schemas-chain",
@@ -202,6 +260,24 @@ class Side:
             name = f"{self.prefix}{scenario.name}-{kind}"
             r = self.client.put(f"/connectors/{name}/config", json=config)
             assert r.status_code in (200, 201), f"{self.label} {name}: {r.status_code} {r.text}"
+
+    def statuses(self, scenario: Scenario) -> list[object]:
+        """Both connectors' status bodies, for a failure message."""
+        return [self.client.get(f"/connectors/{self.prefix}{scenario.name}-{kind}/status").json()
+                for kind in ("src", "sink")]
+
+    def failure_causes(self, scenario: Scenario) -> list[str]:
+        """The first and "Caused by" lines of every failed task's trace."""
+        traces = [t.get("trace", "") for body in self.statuses(scenario) for t in body.get("tasks", [])]
+        return [line for trace in traces for i, line in enumerate(trace.splitlines())
+                if i == 0 or line.startswith("Caused by")]
+
+    def outcome(self, scenario: Scenario) -> str | None:
+        """"done" once the sink file has every line, "failed" once a connector or task failed."""
+        if self.sink_done(scenario):
+            return "done"
+        text = repr(self.statuses(scenario))
+        return "failed" if "'FAILED'" in text else None
 
     def sink_done(self, scenario: Scenario) -> bool:
         path = self.sink_file(scenario)
@@ -291,7 +367,8 @@ def test_the_same_pipeline_writes_the_same_records_and_sink_file_on_java_kafka_c
     for side in sides:
         side.run(scenario)
     for side in sides:
-        wait_until(lambda side=side: side.sink_done(scenario), 90, what=f"{side.label} sink file of {scenario.name}")
+        outcome = wait_until(lambda side=side: side.outcome(scenario), 90, what=f"{side.label} {scenario.name}")
+        assert outcome == "done", f"{side.label}: a task of {scenario.name} failed: {side.failure_causes(scenario)}"
     java_records = read_topic(kafka.bootstrap_servers, java.sink_topic(scenario), len(INPUT_LINES))
     headrace_records = read_topic(kafka.bootstrap_servers, headrace.sink_topic(scenario), len(INPUT_LINES))
     problems = differences(java_records, headrace_records, java, headrace)
