@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from connect.api.errors import DataException
+from connect.api.java_text import java_to_string
 from connect.api.schema import (
     DATE_LOGICAL_NAME,
     DECIMAL_LOGICAL_NAME,
@@ -135,24 +136,9 @@ class Struct:
 
     def __str__(self) -> str:
         """Kafka's Struct.toString (what FileStreamSink writes): ``Struct{a=x,b=1}``, null fields left out."""
-        inner = ",".join(f"{f.name}={_java_text(v)}" for f, v in zip(self.schema.fields(), self._values, strict=False)
+        inner = ",".join(f"{f.name}={java_to_string(v)}" for f, v in zip(self.schema.fields(), self._values, strict=False)
                          if v is not None)
         return f"Struct{{{inner}}}"
-
-
-def _java_text(value: Any) -> str:
-    """A value as Java's toString would print it inside a Struct."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_java_text(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_java_text(k)}={_java_text(v)}" for k, v in value.items()) + "}"
-    return str(value)
 
 
 _INT_BOUNDS = {

@@ -31,13 +31,24 @@ _NEEDS_JACKSON_ESCAPES = re.compile("[\x00-\x07\x0b\x0e-\x1f]")
 _JACKSON_ESCAPES = {code: f"\\u{code:04X}" for code in range(0x20)}
 _JACKSON_ESCAPES.update({0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r"})
 _JACKSON_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\"})
+# Jackson writes a character beyond the BMP (an emoji, say) as its escaped UTF-16 surrogate pair
+_BEYOND_BMP = re.compile("[\U00010000-\U0010FFFF]")
+
+
+def _surrogate_pair(match: re.Match[str]) -> str:
+    code = ord(match.group()) - 0x10000
+    return f"\\u{0xD800 + (code >> 10):04X}\\u{0xDC00 + (code & 0x3FF):04X}"
 
 
 def quote(text: str) -> str:
     """``text`` as a JSON string literal, escaped as Jackson escapes it."""
     if text.isprintable() or _NEEDS_JACKSON_ESCAPES.search(text) is None:
-        return _encode_basestring(text)
-    return '"' + text.translate(_JACKSON_ESCAPES) + '"'
+        literal = _encode_basestring(text)
+    else:
+        literal = '"' + text.translate(_JACKSON_ESCAPES) + '"'
+    if text.isascii():
+        return literal
+    return _BEYOND_BMP.sub(_surrogate_pair, literal)
 
 
 def number_text(text: str) -> str:

@@ -1,7 +1,8 @@
 """FileStreamSinkConnector and its task: append each record's value to a file (or stdout) as a line.
 
 Values are written as text: strings as they are, booleans as ``true``/``false``,
-bytes decoded as UTF-8, anything else with ``str()``. A null value (a tombstone)
+bytes decoded as UTF-8, lists and maps as Java prints them (``[a, b]``, ``{k=v}`` in
+HashMap order, see connect/api/java_text.py), anything else with ``str()``. A null value (a tombstone)
 writes nothing; Kafka's PrintStream would write the text ``null``. ``put``
 buffers a whole batch in one write; ``flush`` flushes and fsyncs the file (and,
 once after creating it, its directory), so offsets committed after a flush
@@ -30,6 +31,7 @@ from connect.api import (
     Task,
     TopicPartition,
 )
+from connect.api.java_text import java_to_string
 from connect.api.version import distribution_version
 
 __all__ = ["FileStreamSinkConnector", "FileStreamSinkTask"]
@@ -91,7 +93,7 @@ def _line(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).decode("utf-8", "replace")
-    return str(value)
+    return java_to_string(value)
 
 
 class FileStreamSinkTask(SinkTask):

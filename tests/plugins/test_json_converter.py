@@ -81,10 +81,19 @@ def test_string_without_envelope() -> None:
 
 def test_string_escaping_matches_jackson(json_conv: JsonConverter) -> None:
     text = 'q"b\\s/\t\n\r\b\f\x01\x1f\x7f é 😀'
-    expected = '"q\\"b\\\\s/\\t\\n\\r\\b\\f\\u0001\\u001F\x7f é 😀"'.encode()
+    # Jackson writes a character beyond the BMP as its escaped surrogate pair (seen side by side with
+    # Kafka Connect 4.1 in tests/compat/test_data_side_by_side.py); BMP characters stay raw UTF-8
+    expected = '"q\\"b\\\\s/\\t\\n\\r\\b\\f\\u0001\\u001F\x7f é \\uD83D\\uDE00"'.encode()
     assert converter(schemas_enable=False).from_connect_data(TOPIC, Schema.STRING_SCHEMA, text) == expected
     out = json_conv.from_connect_data(TOPIC, Schema.STRING_SCHEMA, text)
     assert json_conv.to_connect_data(TOPIC, out).value == text
+
+
+def test_characters_beyond_the_bmp_are_escaped_as_surrogate_pairs_everywhere() -> None:
+    conv = converter(schemas_enable=False)
+    assert conv.from_connect_data(TOPIC, Schema.STRING_SCHEMA, "🚀x\U0010FFFF") == b'"\\uD83D\\uDE80x\\uDBFF\\uDFFF"'
+    assert conv.from_connect_data(TOPIC, None, {"k🚀": "v😀"}) == b'{"k\\uD83D\\uDE80":"v\\uD83D\\uDE00"}'
+    assert conv.to_connect_data(TOPIC, b'"\\uD83D\\uDE80"').value == "🚀"
 
 
 def test_tombstones(json_conv: JsonConverter) -> None:
