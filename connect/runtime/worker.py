@@ -425,7 +425,8 @@ class Worker:
             out[tid]["lag"] = sum(lags.values())
         return out
 
-    def connector_task_signatures(self, connector: str) -> tuple[tuple[ConnectorTaskId, int, tuple[int | float, ...]], ...]:
+    def connector_task_signatures(self, connector: str
+                                  ) -> tuple[tuple[ConnectorTaskId, int, tuple[Any, ...], int | None], ...]:
         """Which task objects run for ``connector`` and their counters, cheaply: equal between two calls
         exactly when ``connector_task_metrics`` would be (a restarted task is a new object, so a new id).
         A sink task's lag is part of it: it grows while the task's own counters stand still (a paused sink)."""
