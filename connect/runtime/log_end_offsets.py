@@ -7,6 +7,7 @@ all of them; one shared lookup, reused for a moment, keeps that to one log reque
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -15,6 +16,8 @@ from connect.api.topic_partition import TopicPartition
 from connect.log.api import LogReader
 
 __all__ = ["LogEndOffsets"]
+
+log = logging.getLogger(__name__)
 
 
 class LogEndOffsets:
@@ -32,6 +35,8 @@ class LogEndOffsets:
         self._reader: LogReader | None = None
         self._lock = threading.Lock()  # one LogReader serves one thread; callers may overlap
         self._topics: dict[str, tuple[float, dict[TopicPartition, int]]] = {}  # topic -> (read at, ends)
+        self._refresh_lock = threading.Lock()
+        self._refresher: threading.Thread | None = None
 
     def ends(self, topics: Iterable[str]) -> dict[TopicPartition, int]:
         """The end offset of every partition of ``topics`` that exists (raises when the log is unreachable)."""
@@ -57,6 +62,33 @@ class LogEndOffsets:
             for topic in wanted:
                 out.update(self._topics[topic][1])
             return out
+
+    def known_ends(self, topics: Iterable[str]) -> dict[TopicPartition, int]:
+        """The ends known now of ``topics`` (those read before), without waiting; stale or missing ones are read
+        on a short-lived ``log-end-offsets`` thread, one at a time, for the next call."""
+        wanted = set(topics)
+        now = self._clock()
+        out: dict[TopicPartition, int] = {}
+        stale = False
+        for topic in wanted:
+            entry = self._topics.get(topic)  # one dict read: safe beside a refresh under the GIL
+            if entry is None or now - entry[0] >= self._max_age_s:
+                stale = True
+            if entry is not None:
+                out.update(entry[1])
+        if stale:
+            with self._refresh_lock:
+                if self._refresher is None or not self._refresher.is_alive():
+                    self._refresher = threading.Thread(target=self._refresh, args=(wanted,), name="log-end-offsets",
+                                                       daemon=True)
+                    self._refresher.start()
+        return out
+
+    def _refresh(self, topics: set[str]) -> None:
+        try:
+            self.ends(topics)
+        except Exception as exc:  # the log unreachable: the next call tries again
+            log.debug("Could not read the log end offsets of %s: %s", sorted(topics), exc)
 
     def close(self) -> None:
         with self._lock:

@@ -421,7 +421,7 @@ class Worker:
             tasks = list(self._connector_tasks.get(connector, {}).items())
         out = {tid: task.metrics() for tid, task in tasks}
         committed = {tid: task.committed_offsets() for tid, task in tasks if isinstance(task, WorkerSinkTask)}
-        for tid, lags in self._sink_lags(committed).items():
+        for tid, lags in self._sink_lags(committed, wait=False).items():
             out[tid]["lag"] = sum(lags.values())
         return out
 
@@ -433,7 +433,7 @@ class Worker:
         with self._lock:
             tasks = list(self._connector_tasks.get(connector, {}).items())
         committed = {tid: task.committed_offsets() for tid, task in tasks if isinstance(task, WorkerSinkTask)}
-        lags = self._sink_lags(committed) if committed else {}
+        lags = self._sink_lags(committed, wait=False) if committed else {}
         return tuple((tid, id(task), task.metrics_signature(), sum(lags[tid].values()) if tid in lags else None)
                      for tid, task in tasks)
 
@@ -489,14 +489,17 @@ class Worker:
             tasks = [t for t in self._tasks.values() if isinstance(t, WorkerSinkTask)]
         return {tp.topic for task in tasks for tp in task.committed_offsets()}
 
-    def _sink_lags(self, committed: Mapping[ConnectorTaskId, Mapping[TopicPartition, int]]
+    def _sink_lags(self, committed: Mapping[ConnectorTaskId, Mapping[TopicPartition, int]], wait: bool = True
                    ) -> dict[ConnectorTaskId, dict[tuple[str, int], int]]:
-        """Log end offset minus committed offset of every partition the sink tasks hold (one lookup for all)."""
+        """Log end offset minus committed offset of every partition the sink tasks hold (one lookup for all).
+
+        ``wait=False`` (status requests) takes the ends known now and has stale ones read in the background:
+        a status request must answer while the log is unreachable, not wait out the log's timeouts."""
         topics = sorted({tp.topic for offsets in committed.values() for tp in offsets})
         if not topics:
             return {}
         try:
-            ends = self._log_ends.ends(topics)
+            ends = self._log_ends.ends(topics) if wait else self._log_ends.known_ends(topics)
         except Exception as exc:  # the log unreachable: the scrape goes on without lag
             log.warning("Could not read the log end offsets for the sink lag metrics: %s", exc)
             return {}
