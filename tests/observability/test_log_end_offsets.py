@@ -64,3 +64,36 @@ def test_a_miss_reads_every_topic_so_a_sweep_over_connectors_is_one_lookup() -> 
     assert ends.ends(["b"]) == {b0: 2}
     assert ends.ends(["c"]) == {c0: 3}
     assert reader.asked == [["a", "b", "c"]]
+
+
+class StuckReader(CountingReader):
+    """A reader whose log is unreachable: each lookup waits until released, then fails."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+        import threading
+
+        self.release = threading.Event()
+
+    def partition_offsets(self, topics: Sequence[str] = (), pattern: str | None = None
+                          ) -> dict[TopicPartition, tuple[int, int]]:
+        self.asked.append(list(topics))
+        self.release.wait(10)
+        raise OSError("log unreachable")
+
+
+def test_known_ends_never_wait_on_the_log_and_read_stale_ones_in_the_background() -> None:
+    from tests.support import wait_until
+
+    a0 = TopicPartition("a", 0)
+    reader = CountingReader({a0: 5})
+    now = [100.0]
+    ends = _cache(reader, now)
+    assert ends.known_ends(["a"]) == {}  # nothing known yet: read in the background for the next call
+    wait_until(lambda: ends.known_ends(["a"]) == {a0: 5}, 5, what="the background read")
+    stuck = StuckReader()
+    blocked = _cache(stuck, now)
+    assert blocked.known_ends(["a"]) == {}  # answers at once while the lookup hangs
+    assert blocked.known_ends(["a"]) == {}
+    wait_until(lambda: stuck.asked == [["a"]], 5, what="one lookup under way")  # one at a time, not one per call
+    stuck.release.set()
