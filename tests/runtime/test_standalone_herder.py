@@ -23,8 +23,8 @@ SOURCE = {"connector.class": "CountingSourceConnector", "tasks.max": "1", "lines
 TASK = ConnectorTaskId("src", 0)
 
 
-@pytest.fixture
-def herder():
+def herder_on_memory_log():
+    """A started StandaloneHerder on the in-memory log and a fake clock; stopped when the generator closes."""
     clock = FakeClock()
     backend = MemoryBackend(clock)
     config = StandaloneConfig({"key.converter": "org.apache.kafka.connect.storage.StringConverter",
@@ -36,6 +36,11 @@ def herder():
     herder.start()
     yield herder
     herder.stop()
+
+
+@pytest.fixture
+def herder():
+    yield from herder_on_memory_log()
 
 
 def _states(herder: StandaloneHerder) -> tuple[State, list[State]]:

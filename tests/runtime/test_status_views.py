@@ -12,6 +12,7 @@ from connect.runtime.status_views import StatusViews
 from connect.runtime.worker import Worker
 from connect.runtime.worker_config import StandaloneConfig
 from tests.runtime.fakes import FakeClock, MemoryBackend, MemoryOffsetStore, RecordingStatus, append, registry
+from tests.runtime.test_standalone_herder import herder_on_memory_log
 from tests.support import wait_until
 
 SOURCE = {"connector.class": "CountingSourceConnector", "tasks.max": "1", "lines": "2"}
@@ -20,17 +21,7 @@ SINK = {"connector.class": "NullSinkConnector", "tasks.max": "1", "topics": "fee
 
 @pytest.fixture
 def herder():
-    clock = FakeClock()
-    backend = MemoryBackend(clock)
-    config = StandaloneConfig({"key.converter": "org.apache.kafka.connect.storage.StringConverter",
-                               "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-                               "offset.storage.file.filename": "unused", "task.shutdown.graceful.timeout.ms": "2000"})
-    worker = Worker("test-worker:0", config, registry(), backend, MemoryOffsetStore(), RecordingStatus(), clock=clock,
-                    source_committer=SourceTaskOffsetCommitter(clock))
-    herder = StandaloneHerder(worker, ConfigTopicStore(backend, "connect-configs"))
-    herder.start()
-    yield herder
-    herder.stop()
+    yield from herder_on_memory_log()
 
 
 def test_a_body_is_reused_for_the_same_key_and_rebuilt_for_a_new_one():
