@@ -276,14 +276,9 @@ class _ToConnect:
         name = avro.get("connect.name")
         if name and builder.build().name is None:
             builder.name(str(name))
-        if "connect.version" in avro:
-            builder.version(int(avro["connect.version"]))
         if "connect.doc" in avro:
             builder.doc(str(avro["connect.doc"]))
-        params = avro.get("connect.parameters")
-        if isinstance(params, dict):
-            builder.parameters({str(k): str(v) for k, v in params.items()})
-        return builder
+        return _version_and_parameters(builder, avro)
 
     @staticmethod
     def _full(avro: dict, namespace: str | None) -> str:
@@ -332,12 +327,7 @@ class _ToConnect:
             builder.field(field["name"], self._field_schema(field, own_namespace))
         if avro.get("doc"):
             builder.doc(str(avro["doc"]))
-        if "connect.version" in avro:
-            builder.version(int(avro["connect.version"]))
-        params = avro.get("connect.parameters")
-        if isinstance(params, dict):
-            builder.parameters({str(k): str(v) for k, v in params.items()})
-        return builder
+        return _version_and_parameters(builder, avro)
 
     def _union(self, branches: list, namespace: str | None) -> SchemaBuilder:
         others = [b for b in branches if b != "null"]
@@ -611,3 +601,13 @@ def _accepts(schema: Schema) -> Callable[[Any], bool]:
 def debug_bytes(value: bytes) -> str:
     """The first bytes of a value, for an error message."""
     return base64.b16encode(value[:16]).decode() + ("..." if len(value) > 16 else "")
+
+
+def _version_and_parameters(builder: SchemaBuilder, avro: dict) -> SchemaBuilder:
+    """The ``connect.version`` and ``connect.parameters`` an Avro schema carries, onto ``builder``."""
+    if "connect.version" in avro:
+        builder.version(int(avro["connect.version"]))
+    params = avro.get("connect.parameters")
+    if isinstance(params, dict):
+        builder.parameters({str(k): str(v) for k, v in params.items()})
+    return builder
