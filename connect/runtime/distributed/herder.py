@@ -324,11 +324,20 @@ class DistributedHerder(AbstractHerder):
     def _require_stopped(self, name: str) -> dict[str, str]:
         self._require_leader()
         config = self._config(name)
-        status = self.status.connector(name)
-        if self.store.snapshot().target_state(name) is not TargetState.STOPPED or (
-                status is not None and status.state is not State.STOPPED):
+        if self.store.snapshot().target_state(name) is not TargetState.STOPPED or not self._reported_stopped(name):
             raise BadRequestError(STOPPED_REQUIRED.replace("{name}", name))
         return config
+
+    def _reported_stopped(self, name: str) -> bool:
+        # The worker that ran the connector reports STOPPED on the status topic; a request forwarded by the
+        # worker that saw it may arrive before this leader has read it, so read up to date before refusing.
+        status = self.status.connector(name)
+        if status is None or status.state is State.STOPPED:
+            return True
+        if not self.status.refresh():
+            return False
+        status = self.status.connector(name)
+        return status is None or status.state is State.STOPPED
 
     def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> str:
         config = self._require_stopped(name)

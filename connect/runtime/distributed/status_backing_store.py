@@ -60,6 +60,10 @@ class KafkaStatusBackingStore(StatusStore):
             log.warning("Status writes not acknowledged at shutdown: %s", exc)
         self._log.stop()
 
+    def refresh(self, timeout: float = 10.0) -> bool:
+        """Apply every status written before this call (other workers' included); False on timeout."""
+        return self._log.read_to_end(timeout)
+
     def set_generation(self, generation: int) -> None:
         self.generation = generation
 
