@@ -100,7 +100,8 @@ class HerderMetricsCollector(Collector):
 
     def families(self) -> list[_Family]:
         snapshot = self.herder.metrics_snapshot()
-        return [*_worker_families(snapshot), *_connector_families(snapshot), *_task_families(snapshot.tasks)]
+        return [*_worker_families(snapshot), *_connector_families(snapshot), *_task_families(snapshot.tasks),
+                *_client_families(snapshot)]
 
     def collect(self) -> Iterator[Metric]:
         for family in self.families():
@@ -270,3 +271,32 @@ def _task_families(tasks: tuple[TaskMetrics, ...]) -> Iterator[_Family]:
     yield next_restart
     yield from spark.values()
     yield batch_seconds
+
+
+def _client_families(s: WorkerMetrics) -> Iterator[_Family]:
+    """Kafka's client metrics (``type=producer-metrics,client-id=...``) as Strimzi's rules name them: the
+    dashboard's byte-rate and connection-count panels read these. Clients that share an id (an override
+    can make them) add up, so the scrape never holds the same series twice."""
+    traffic: dict[tuple[str, str], list[int]] = {}
+    connections: dict[tuple[str, str], int] = {}
+    for c in (*s.clients, *(c for t in s.tasks for c in t.clients)):
+        totals = traffic.setdefault((c.kind, c.client_id), [0, 0])
+        totals[0] += c.outgoing_bytes
+        totals[1] += c.incoming_bytes
+        if c.connections is not None:
+            connections[(c.kind, c.client_id)] = connections.get((c.kind, c.client_id), 0) + c.connections
+    families: dict[str, _Family] = {}
+    for (kind, client_id), (sent, received) in traffic.items():
+        for direction, value in (("outgoing", sent), ("incoming", received)):
+            name = f"kafka_{'admin_client' if kind == 'admin' else kind}_{direction}_byte"
+            if name not in families:
+                families[name] = _counter(name, f"Bytes the {kind} {'sent' if direction == 'outgoing' else 'received'}"
+                                          " (the embedded log: bytes of record batches written or read)",
+                                          ["clientid"])
+            families[name].add_metric([client_id], value)
+    for (kind, client_id), count in connections.items():
+        name = f"kafka_{'admin_client' if kind == 'admin' else kind}_connection_count"
+        if name not in families:
+            families[name] = _gauge(name, f"Broker connections the {kind} holds open", ["clientid"])
+        families[name].add_metric([client_id], count)
+    yield from families.values()

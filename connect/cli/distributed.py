@@ -72,14 +72,17 @@ class DistributedRuntime(WorkerProcess):
         offsets = KafkaOffsetStore(backend, config.offset_storage_topic,
                                    partitions=config.get("offset.storage.partitions"),
                                    replication_factor=config.get("offset.storage.replication.factor"),
-                                   read_committed=config.exactly_once_source_enabled)
+                                   read_committed=config.exactly_once_source_enabled,
+                                   client_id=f"{config.client_id_base}offsets")
         status = KafkaStatusBackingStore(backend, config.status_storage_topic, worker_id,
                                          partitions=config.get("status.storage.partitions"),
-                                         replication_factor=config.get("status.storage.replication.factor"))
+                                         replication_factor=config.get("status.storage.replication.factor"),
+                                         client_id=f"{config.client_id_base}statuses")
         store = KafkaConfigBackingStore(backend, config.config_storage_topic,
                                         replication_factor=config.get("config.storage.replication.factor"),
                                         encryption=_encryption(config), group_id=config.group_id,
-                                        exactly_once=config.exactly_once_source_support.lower() != "disabled")
+                                        exactly_once=config.exactly_once_source_support.lower() != "disabled",
+                                        client_id=f"{config.client_id_base}configs")
         offsets.start()
         status.start()
         worker = Worker(worker_id, config, self.plugins, backend, offsets, status)

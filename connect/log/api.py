@@ -22,6 +22,7 @@ from connect.api.topic_partition import TopicPartition
 __all__ = [
     "Admin",
     "BatchCountdown",
+    "ClientStats",
     "BatchDeliveryCallback",
     "Consumer",
     "ConsumerRecord",
@@ -237,6 +238,17 @@ class TopicDescription:
     gaps: Mapping[int, tuple[LogGap, ...]] = attrs.field(factory=dict)
 
 
+@attrs.frozen
+class ClientStats:
+    """A client's traffic as Kafka's client metrics count it (``outgoing-byte-total`` and so on), for /metrics."""
+
+    client_id: str
+    kind: str  # "producer", "consumer" or "admin"
+    outgoing_bytes: int
+    incoming_bytes: int
+    connections: int | None  # open broker connections; None where the log is not reached over a network
+
+
 class RebalanceListener(abc.ABC):
     """Told when a group consumer gains or loses partitions (cooperative: only the delta)."""
 
@@ -301,6 +313,10 @@ class Producer(abc.ABC):
 
     def partitions_for(self, topic: str) -> int:
         raise NotImplementedError
+
+    def stats(self) -> ClientStats | None:
+        """This producer's traffic so far; None while it has none to report."""
+        return None
 
     # -- transactions -----------------------------------------------------------------------------
     # A producer made with ``transactional.id`` in its config is transactional, as in Kafka: call
@@ -384,6 +400,10 @@ class Consumer(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None: ...
 
+    def stats(self) -> ClientStats | None:
+        """This consumer's traffic so far; None while it has none to report."""
+        return None
+
 
 class Admin(abc.ABC):
     @abc.abstractmethod
@@ -410,6 +430,10 @@ class Admin(abc.ABC):
 
     @abc.abstractmethod
     def cluster_id(self) -> str: ...
+
+    def stats(self) -> ClientStats | None:
+        """This admin client's traffic so far; None while it has none to report."""
+        return None
 
     def fence_producers(self, transactional_ids: Sequence[str]) -> None:
         """Fence every producer now holding one of these ids, as Kafka's Admin.fenceProducers does:

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 
 import attrs
 
+from connect.log.api import ClientStats
+
 __all__ = ["ConnectorMetrics", "TaskMetrics", "TaskRestartInfo", "WorkerMetrics"]
 
 
@@ -31,6 +33,7 @@ class TaskMetrics:
     counters: Mapping[str, int | float]  # WorkerTask.metrics(): record counts, then the error counters
     partition_lag: Mapping[tuple[str, int], int] = attrs.field(factory=dict)  # sinks: log end - committed
     restart: TaskRestartInfo | None = None
+    clients: tuple[ClientStats, ...] = ()  # the task's producer or consumer, and its dead letter queue's
 
 
 @attrs.frozen
@@ -50,3 +53,4 @@ class WorkerMetrics:
     tasks: tuple[TaskMetrics, ...]
     startup: Mapping[str, int]  # connector_startup_attempts, ..._success, ..._failure; task_startup_*
     rebalance: Mapping[str, int | float] | None = None  # distributed mode only
+    clients: tuple[ClientStats, ...] = ()  # the worker's own log clients (its shared admin)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from connect.api.connector import OffsetStorageReader
+from connect.log.api import ClientStats
 
 __all__ = ["ConnectorOffsetReader", "FileOffsetStore", "OffsetFileError", "OffsetStore", "offset_key"]
 
@@ -45,6 +46,10 @@ class OffsetStore(abc.ABC):
 
     def stop(self) -> None:  # noqa: B027 - optional hook
         pass
+
+    def client_stats(self) -> tuple[ClientStats, ...]:
+        """Traffic of the log clients that carry the offsets (a file or memory: none)."""
+        return ()
 
     @abc.abstractmethod
     def _persist(self, changes: Mapping[str, str | None]) -> None:

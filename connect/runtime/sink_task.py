@@ -23,7 +23,7 @@ from connect.api.errors import ConnectException, RetriableException
 from connect.api.headers import ConnectHeaders, Header
 from connect.api.records import SinkRecord, SinkRecordBatch, TimestampType
 from connect.api.topic_partition import TopicPartition
-from connect.log.api import Consumer, ConsumerRecord, FetchedBatch, LogError, RebalanceListener
+from connect.log.api import ClientStats, Consumer, ConsumerRecord, FetchedBatch, LogError, RebalanceListener
 from connect.runtime.connector_config import SinkConnectorConfig
 from connect.runtime.error_handler import ErrantRecordReporterImpl, Stage, TaskStoppingError
 from connect.runtime.worker_task import WorkerTask
@@ -169,6 +169,10 @@ class WorkerSinkTask(WorkerTask):
     def committed_offsets(self) -> dict[TopicPartition, int]:
         """The offsets last committed for the assigned partitions (a copy; read by metrics scrapes)."""
         return dict(self._committed)
+
+    def client_stats(self) -> tuple[ClientStats, ...]:
+        own = self.consumer.stats()
+        return ((own,) if own is not None else ()) + super().client_stats()
 
     def record_counts(self) -> dict[str, int]:
         return {"records_read": self.records_read, "records_put": self.records_put,

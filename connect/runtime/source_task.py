@@ -20,7 +20,7 @@ from typing import Any
 from connect.api.connector import OffsetStorageReader, RecordMetadata, SourceTask, SourceTaskContext
 from connect.api.errors import ConnectException, RetriableException
 from connect.api.records import SourceRecord, SourceRecordBatch
-from connect.log.api import Admin, BatchDeliveryCallback, LogError, Producer
+from connect.log.api import Admin, BatchDeliveryCallback, ClientStats, LogError, Producer
 from connect.runtime.connector_config import SourceConnectorConfig
 from connect.runtime.error_handler import Stage
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
@@ -180,6 +180,10 @@ class WorkerSourceTask(WorkerTask):
         except Exception:
             log.exception("%s Error closing producer", self)
         self._close_dlq_producer()
+
+    def client_stats(self) -> tuple[ClientStats, ...]:
+        own = self.producer.stats()
+        return ((own,) if own is not None else ()) + super().client_stats()
 
     def record_counts(self) -> dict[str, int]:
         return {"records_polled": self.records_polled, "records_written": self.records_sent,

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
+from connect.log.api import ClientStats
 from connect.runtime.herder import ConnectorTaskId, State
 
 __all__ = ["StatusStore", "Status", "format_trace"]
@@ -47,6 +48,10 @@ class StatusStore:
         self._version_counter = itertools.count(1)
         # blanks resolved config-provider values from traces and topic names (the worker sets it)
         self.redact: Callable[[str], str] = lambda text: text
+
+    def client_stats(self) -> tuple[ClientStats, ...]:
+        """Traffic of the log clients that carry the statuses (in memory: none)."""
+        return ()
 
     def refresh(self, timeout: float = 10.0) -> bool:
         """Bring the map up to date with every status written before this call (in memory: it always is)."""

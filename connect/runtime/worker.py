@@ -153,7 +153,7 @@ class Worker:
     @property
     def admin(self):  # lazily made admin client of the topic layer
         if self._admin is None:
-            self._admin = self.backend.admin()
+            self._admin = self.backend.admin({"client.id": f"{self.config.client_id_base}shared-admin"})
         return self._admin
 
     # --- connectors ------------------------------------------------------------------------------------
@@ -318,12 +318,14 @@ class Worker:
                 # nothing waits on each record's ack, only failures need reporting (a Kafka producer then skips
                 # a delivery callback per record; the embedded log ignores the setting)
                 overrides = {"delivery.report.only.error": "true", **overrides}
-            producer = self.backend.producer(overrides)
+            producer = self.backend.producer({"client.id": f"connector-producer-{task_id.connector}-{task_id.task}",
+                                              **overrides})
             return WorkerSourceTask(task=task, producer=producer, admin=self.admin, offset_store=self.offset_store,
                                     offset_reader=ConnectorOffsetReader(self.offset_store, task_id.connector),
                                     committer=self.source_committer, **common)  # type: ignore[arg-type]
         if isinstance(task, SinkTask):
             consumer_config = {"auto.offset.reset": "earliest", "enable.auto.commit": "false",
+                               "client.id": f"connector-consumer-{task_id.connector}-{task_id.task}",
                                **parsed.client_overrides("consumer")}
             consumer = self.backend.consumer(f"connect-{task_id.connector}", consumer_config)
             return WorkerSinkTask(task=task, consumer=consumer, **common)  # type: ignore[arg-type]
@@ -340,7 +342,8 @@ class Worker:
         overrides = parsed.client_overrides("producer")
         if not wants_acknowledgements(task):
             overrides = {"delivery.report.only.error": "true", **overrides}  # as for other source tasks
-        producer = self.backend.producer({**overrides, "transactional.id": transactional_id,
+        producer = self.backend.producer({"client.id": f"connector-producer-{task_id.connector}-{task_id.task}",
+                                          **overrides, "transactional.id": transactional_id,
                                           "enable.idempotence": "true", "acks": "all"})
         fencer = self.zombie_fencer
         return ExactlyOnceWorkerSourceTask(
@@ -361,7 +364,8 @@ class Worker:
             log.warning("[%s] Could not create DLQ topic %s with replication factor %d (%s); using the default",
                         task_id.connector, topic, replication, exc)
             self.admin.create_topic(NewTopic(topic, 1, -1), exist_ok=True)
-        producer = self.backend.producer(cc.client_overrides("producer"))
+        producer = self.backend.producer({"client.id": f"connector-dlq-producer-{task_id.connector}-{task_id.task}",
+                                          **cc.client_overrides("producer")})
         return DeadLetterQueueReporter(producer, topic, task_id.connector, task_id.task,
                                        cc.dlq_context_headers_enable, metrics)
 
@@ -467,7 +471,8 @@ class Worker:
                 counters["offset_commit_completion"] = task.offset_commits
             out_tasks.append(TaskMetrics(
                 tid.connector, tid.task, "source" if isinstance(task, WorkerSourceTask) else "sink",
-                states[tid], counters, lags.get(tid, {}), restarts(tid) if restarts is not None else None))
+                states[tid], counters, lags.get(tid, {}), restarts(tid) if restarts is not None else None,
+                task.client_stats()))
         out_connectors = []
         for wc in connectors:
             st = self.status.connector(wc.name)
@@ -481,7 +486,9 @@ class Worker:
             if st is not None and st.worker_id == self.worker_id and st.state is State.FAILED:
                 out_connectors.append(ConnectorMetrics(name, "", "unknown", "", st.state.value,
                                                        by_connector.get(name, {})))
-        return WorkerMetrics(self.worker_id, tuple(out_connectors), tuple(out_tasks), dict(self.startup_counts))
+        admin = self._admin.stats() if self._admin is not None else None
+        return WorkerMetrics(self.worker_id, tuple(out_connectors), tuple(out_tasks), dict(self.startup_counts),
+                             clients=(admin,) if admin is not None else ())
 
     def _sink_topics(self) -> set[str]:
         """The topics of the partitions this worker's sink tasks have committed offsets for."""

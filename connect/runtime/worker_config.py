@@ -185,6 +185,13 @@ class WorkerConfig(AbstractConfig):
         return f"{self.values.get('group.id') or 'connect-standalone'}-"
 
     @property
+    def client_id_base(self) -> str:
+        """What the worker's own log clients' ``client.id`` starts with, as in Kafka Connect: ``<group.id>-``,
+        then ``<client.id>-`` when the operator set one (e.g. ``connect-cluster-statuses``)."""
+        client_id = str(self.values.get("client.id") or "").strip()
+        return f"{self.values.get('group.id') or 'connect-standalone'}-" + (f"{client_id}-" if client_id else "")
+
+    @property
     def offset_topic(self) -> tuple[str, int, int]:
         """The offset topic's name, partition count and replication factor (Kafka Connect's defaults where
         the mode defines none)."""

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from connect.api.converter import Converter, HeaderConverter
+from connect.log.api import ClientStats
 from connect.runtime.clock import SYSTEM_CLOCK, Clock
 from connect.runtime.connector_config import ConnectorConfig
 from connect.runtime.error_handler import ErrorHandler, Stage, TaskStoppingError
@@ -127,6 +128,12 @@ class WorkerTask(abc.ABC):
     def metrics(self) -> dict[str, int | float]:
         """Record counters of this task (records processed, then the error counters), for status and logs."""
         return {**self.record_counts(), **self.errors.metrics.as_dict()}
+
+    def client_stats(self) -> tuple[ClientStats, ...]:
+        """Traffic of the log clients this task owns (its producer or consumer, its dead letter queue's)."""
+        dlq = self.errors.dlq
+        stats = dlq.producer.stats() if dlq is not None else None
+        return (stats,) if stats is not None else ()
 
     def record_counts(self) -> dict[str, int]:
         """Records this task moved; each kind of task names its own counters."""

@@ -86,12 +86,24 @@ def test_metrics_follow_records_states_and_deletes(tmp_path: Path) -> None:
         wait_until(lambda: value(scrape(), "headrace_sink_task_partition_lag", connector="snk", topic="lines",
                                  partition="0") == 0, 30, what="sink lag 0 once committed")
         assert value(first, "kafka_connect_worker_task_startup_attempts_total") >= 3
+        # Kafka's client metrics, with Kafka Connect's client ids: on the embedded log the bytes of the record
+        # batches the task's producer wrote and its consumer read
+        written = value(first, "kafka_producer_outgoing_byte_total", clientid="connector-producer-src-0")
+        read = value(first, "kafka_consumer_incoming_byte_total", clientid="connector-consumer-snk-0")
+        assert written is not None and read is not None and written >= 100 * len("line-00\n") and read >= written
+        assert "kafka_producer_connection_count" not in first  # no network, no connections to count
+        # the Python process's own series, where a Java worker's dashboard has JVM panels
+        assert value(first, "process_resident_memory_bytes") > 10_000_000
+        assert value(first, "python_gc_collections_total", generation="0") > 0
 
         with source_file.open("a") as fh:
             fh.write("".join(f"more-{i}\n" for i in range(50)))
         wait_until(lambda: value(scrape(), "kafka_connect_sink_task_sink_record_send_total", connector="snk") == 150,
                    30, what="sink send counter at 150")
         assert value(scrape(), "kafka_connect_source_task_source_record_poll_total", connector="src") == 150
+        moved = scrape()
+        assert value(moved, "kafka_producer_outgoing_byte_total", clientid="connector-producer-src-0") > written
+        assert value(moved, "kafka_consumer_incoming_byte_total", clientid="connector-consumer-snk-0") > read
 
         # pause: the task series says paused (and no longer running); resume brings running back
         assert http.put("/connectors/src/pause").status_code == 202
@@ -120,7 +132,7 @@ def test_metrics_follow_records_states_and_deletes(tmp_path: Path) -> None:
         one, two = (Scrape(t, at, spec["target_labels"]) for t, at in texts)
         evaluated = []
         for q in spec["queries"]:
-            if q.get("mode") == "distributed":  # tests/distributed/test_distributed_metrics.py evaluates it
+            if q.get("mode") in ("distributed", "kafka"):  # tests/distributed/test_distributed_metrics.py has them
                 continue
             expr = q["expr"]
             for var, val in spec["variables"].items():
@@ -134,7 +146,9 @@ def test_metrics_follow_records_states_and_deletes(tmp_path: Path) -> None:
             else:
                 assert evaluate(expr, one, two), f"no data for panel {q['panel']!r}: {expr}"
             evaluated.append(q["panel"])
-        assert len(evaluated) == 15  # all but Rebalancing, which a standalone worker has no series for
+        # all but Rebalancing and the connection counts: a standalone worker on the embedded log has no group
+        # to rebalance and no broker connections
+        assert len(evaluated) == 17
         unassigned = [q for q in spec["queries"] if "unassigned_task_count" in q["expr"] and "!= 0" in q["expr"]]
         [(labels, count)] = evaluate(unassigned[0]["expr"].replace("$kubernetes_namespace", "default")
                                      .replace("$strimzi_connect_cluster_name", "headrace"), one, two)

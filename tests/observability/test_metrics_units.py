@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 from flask import Flask
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from connect.log.api import ClientStats
+from connect.log.kafka.client_stats import DEFAULT_STATISTICS_INTERVAL_MS, LibrdkafkaStatistics
 from connect.runtime.herder import ConnectorTaskId, State
 from connect.runtime.metrics_snapshot import ConnectorMetrics, TaskMetrics, TaskRestartInfo, WorkerMetrics
 from connect.runtime.status import Status, StatusStore
@@ -124,7 +127,8 @@ def test_fast_rendering_is_byte_for_byte_what_generate_latest_writes() -> None:
                           {("topic", t): 3}, TaskRestartInfo(1, 3, 1_700_000_000_123)) for t in range(2))
         + (TaskMetrics("s", 0, "sink", "RUNNING", SPARK_PROGRESS),),
         {"connector_startup_attempts": 3, "connector_startup_failure": 1}, {"completed_rebalances": 2, "epoch": 5,
-                                                                           "rebalancing": 0})
+                                                                           "rebalancing": 0},
+        clients=(ClientStats('odd "client"', "producer", 10, 2, 1), ClientStats("a", "admin", 1, 2, None)))
     registry = CollectorRegistry(auto_describe=False)
     collector = HerderMetricsCollector(herder)
     registry.register(collector)
@@ -152,3 +156,38 @@ def test_spark_sink_progress_becomes_headrace_spark_sink_series() -> None:
     # only the Spark sink's task has them
     assert {s.labels["connector"] for n, samples in fams.items() if n.startswith("headrace_spark_sink_")
             for s in samples} == {"hdfs"}
+
+
+def test_client_traffic_becomes_kafka_client_series_named_as_strimzi_names_them() -> None:
+    herder = SnapshotHerder()
+    producer = ClientStats("connector-producer-s-0", "producer", 1200, 80, 2)
+    dlq = ClientStats("connector-dlq-producer-s-0", "producer", 50, 0, None)  # the embedded log: no connections
+    consumer = ClientStats("connector-consumer-k-0", "consumer", 90, 4000, 1)
+    herder.snapshot = WorkerMetrics(
+        "w1", (), (TaskMetrics("s", 0, "source", "RUNNING", {}, clients=(producer, dlq)),
+                   TaskMetrics("k", 0, "sink", "RUNNING", {}, clients=(consumer,))), {},
+        clients=(ClientStats("connect-shared-admin", "admin", 10, 20, 0),))
+    fams = _families(herder)
+    out = {(s.labels["clientid"], s.value) for s in fams["kafka_producer_outgoing_byte"]}
+    assert out == {("connector-producer-s-0", 1200), ("connector-dlq-producer-s-0", 50)}
+    assert fams["kafka_producer_outgoing_byte"][0].name == "kafka_producer_outgoing_byte_total"
+    assert {(s.labels["clientid"], s.value) for s in fams["kafka_consumer_incoming_byte"]} == {
+        ("connector-consumer-k-0", 4000)}
+    assert [(s.labels["clientid"], s.value) for s in fams["kafka_producer_connection_count"]] == [
+        ("connector-producer-s-0", 2)]
+    assert [s.value for s in fams["kafka_admin_client_connection_count"]] == [0]
+    assert [s.value for s in fams["kafka_admin_client_incoming_byte"]] == [20]
+
+
+def test_librdkafka_statistics_give_bytes_and_open_connections() -> None:
+    stats = LibrdkafkaStatistics("connector-consumer-k-0", "consumer")
+    assert stats.snapshot() is None  # nothing reported yet: no series rather than a made-up zero
+    assert stats.settings({})["statistics.interval.ms"] == DEFAULT_STATISTICS_INTERVAL_MS
+    assert "statistics.interval.ms" not in stats.settings({"statistics.interval.ms": "0"})  # the operator's
+    stats.on_statistics(json.dumps({"tx_bytes": 512, "rx_bytes": 9000, "brokers": {
+        "127.0.0.1:9092/1": {"state": "UP", "source": "learned"},
+        "127.0.0.1:9093/2": {"state": "DOWN", "source": "learned"},
+        "GroupCoordinator": {"state": "UP", "source": "logical"}}}))
+    assert stats.snapshot() == ClientStats("connector-consumer-k-0", "consumer", 512, 9000, 1)
+    stats.on_statistics("not json")  # kept the last good report
+    assert stats.snapshot() == ClientStats("connector-consumer-k-0", "consumer", 512, 9000, 1)

@@ -33,6 +33,7 @@ from typing import Any
 
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import (
+    ClientStats,
     Consumer,
     FetchedBatch,
     LogError,
@@ -52,6 +53,7 @@ from connect.log.embedded.topics import TopicStore, cached_topic_partition_count
 from connect.log.embedded.txn_filter import TransactionFilter
 
 log = logging.getLogger(__name__)
+_client_ids = itertools.count(1)
 
 # A waiting poll is woken by appends to the topics it reads (see signals.py). In a process that does not
 # own the directory, appends of the owner come unannounced: there it looks again after a pause that grows
@@ -148,6 +150,8 @@ class EmbeddedConsumer(Consumer):
         self._commit_interval = client_int(config, "auto.commit.interval.ms", 5000) / 1000.0
         self._metadata_interval = client_int(config, "metadata.max.age.ms", 5000) / 1000.0
         self._next_auto_commit = time.monotonic() + self._commit_interval
+        self._client_id = str(config.get("client.id") or f"embedded-log-consumer-{next(_client_ids)}")
+        self._bytes_read = 0  # only the polling thread adds to it
         self._parts: dict[TopicPartition, _Partition] = {}
         self._rotation = 0
         self._idle_wait = _MIN_IDLE_WAIT_S
@@ -416,6 +420,7 @@ class EmbeddedConsumer(Consumer):
                     raise
                 assert st.reader is not None
                 fetched += st.reader.bytes_read
+                self._bytes_read += st.reader.bytes_read
             batch = buffer[0]
             n = len(batch.offsets)
             if n <= budget:
@@ -469,6 +474,10 @@ class EmbeddedConsumer(Consumer):
         return True
 
     # -- shutdown -----------------------------------------------------------------------
+
+    def stats(self) -> ClientStats:
+        # bytes read from the partitions' segment files: the embedded log's "incoming bytes"; no network
+        return ClientStats(self._client_id, "consumer", 0, self._bytes_read, None)
 
     def close(self) -> None:
         if self._closed:

@@ -28,6 +28,7 @@ from connect.api.topic_partition import TopicPartition
 from connect.log.api import (
     BatchCountdown,
     BatchDeliveryCallback,
+    ClientStats,
     DeliveryCallback,
     LogError,
     Producer,
@@ -82,6 +83,9 @@ class EmbeddedProducer(Producer):
         self._thread: threading.Thread | None = None
         self._closed = False
         self._name = f"embedded-log-producer-{next(_ids)}"
+        self._client_id = str(config.get("client.id") or self._name)
+        self._bytes_written = 0
+        self._count_lock = threading.Lock()  # appends come from the sender's thread and the linger thread
 
     # -- topics ---------------------------------------------------------------
 
@@ -108,12 +112,16 @@ class EmbeddedProducer(Producer):
         for attempt in (0, 1):
             plog = self._store.partition_log(tp.topic, tp.partition)
             try:
-                return plog.append(batch)
+                offset = plog.append(batch)
             except UnknownTopicError:
                 self._store.forget(tp.topic)
                 if attempt:
                     raise
                 self.partitions_for(tp.topic)
+                continue
+            with self._count_lock:
+                self._bytes_written += batch.payload_length
+            return offset
         raise AssertionError("unreachable")
 
     # -- send -----------------------------------------------------------------
@@ -308,6 +316,12 @@ class EmbeddedProducer(Producer):
                 self._drain_locked(tp)
         self._serve_callbacks()
         return 0
+
+    def stats(self) -> ClientStats:
+        # bytes of record batches appended to segment files: the embedded log's "outgoing bytes"; no network
+        with self._count_lock:
+            written = self._bytes_written
+        return ClientStats(self._client_id, "producer", written, 0, None)
 
     def close(self, timeout: float | None = None) -> None:
         if self._closed:

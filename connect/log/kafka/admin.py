@@ -16,6 +16,7 @@ from confluent_kafka.admin import NewTopic as KNewTopic
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import (
     Admin,
+    ClientStats,
     LogError,
     NewTopic,
     RetriableLogError,
@@ -23,6 +24,7 @@ from connect.log.api import (
     UnknownTopicError,
 )
 from connect.log.kafka.client_errors import ClientEvents, kafka_error, to_log_error
+from connect.log.kafka.client_stats import LibrdkafkaStatistics
 
 __all__ = ["KAFKA_INTERNAL_TOPICS", "KafkaAdmin"]
 
@@ -50,11 +52,17 @@ class KafkaAdmin(Admin):
         self._config = dict(config)  # fence_producers makes producers with the same connection settings
         conf: dict[str, Any] = dict(config)
         conf.update(self._events.settings())
+        self._statistics = LibrdkafkaStatistics(str(conf.get("client.id") or "rdkafka"), "admin")
+        conf.update(self._statistics.settings(conf))
         try:
             self._a = AdminClient(conf)
         except KafkaException as exc:
             raise to_log_error(exc, f"invalid {name} configuration") from None
         self._cluster_id: str | None = None
+
+    def stats(self) -> ClientStats | None:
+        self._a.poll(0)  # statistics, like log lines, are only handed over on poll
+        return self._statistics.snapshot()
 
     # -- plumbing ------------------------------------------------------------------
 

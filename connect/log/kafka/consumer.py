@@ -34,8 +34,9 @@ from confluent_kafka import (
 from confluent_kafka import TopicPartition as KTP
 
 from connect.api.topic_partition import TopicPartition
-from connect.log.api import Consumer, FetchedBatch, Headers, LogError, RebalanceListener
+from connect.log.api import ClientStats, Consumer, FetchedBatch, Headers, LogError, RebalanceListener
 from connect.log.kafka.client_errors import ClientEvents, to_log_error
+from connect.log.kafka.client_stats import LibrdkafkaStatistics
 from connect.log.kafka.health import ClusterHealth
 
 __all__ = ["KafkaConsumer", "librdkafka_pattern"]
@@ -121,6 +122,8 @@ class KafkaConsumer(Consumer):
         self._cooperative = bool(strategies) and all(s == "cooperative-sticky" for s in strategies)
         self._timeout = float(own.get("default.api.timeout.ms", "30000")) / 1000.0
         conf.update(self._events.settings())
+        self._statistics = LibrdkafkaStatistics(str(conf.get("client.id") or "rdkafka"), "consumer")
+        conf.update(self._statistics.settings(conf))
         try:
             self._c = confluent_kafka.Consumer(conf)
         except KafkaException as exc:
@@ -487,6 +490,9 @@ class KafkaConsumer(Consumer):
                 raise to_log_error(k.error, f"end offset of {k.topic}[{k.partition}]")
             out[_tp(k)] = int(k.offset)
         return out
+
+    def stats(self) -> ClientStats | None:
+        return self._statistics.snapshot()
 
     def close(self) -> None:
         if self._closed:

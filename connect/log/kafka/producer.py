@@ -13,6 +13,7 @@ from confluent_kafka import KafkaError, KafkaException
 from connect.log.api import (
     BatchCountdown,
     BatchDeliveryCallback,
+    ClientStats,
     DeliveryCallback,
     Headers,
     LogError,
@@ -22,6 +23,7 @@ from connect.log.api import (
     UnknownTopicError,
 )
 from connect.log.kafka.client_errors import ClientEvents, to_log_error
+from connect.log.kafka.client_stats import LibrdkafkaStatistics
 from connect.log.kafka.health import ClusterHealth
 
 # headers as confluent-kafka's produce() takes them
@@ -61,6 +63,8 @@ class KafkaProducer(Producer):
         if "delivery.report.only.error" in conf:
             conf["delivery.report.only.error"] = self._failures_only  # the Python client wants a bool
         conf.update(self._events.settings())
+        self._statistics = LibrdkafkaStatistics(str(conf.get("client.id") or "rdkafka"), "producer")
+        conf.update(self._statistics.settings(conf))
         # Default callback for records queued without one of their own.
         conf["on_delivery"] = self._on_unwatched_delivery
         try:
@@ -239,7 +243,14 @@ class KafkaProducer(Producer):
     # -- acks ---------------------------------------------------------------------------
 
     def poll(self, timeout: float = 0.0) -> int:
-        return int(self._p.poll(timeout))
+        if self._closed:
+            return 0  # closed: nothing left to serve
+        try:
+            return int(self._p.poll(timeout))
+        except RuntimeError:  # closed by another thread meanwhile
+            if self._closed:
+                return 0
+            raise
 
     def flush(self, timeout: float | None = None) -> int:
         self._events.raise_if_fatal("flush")
@@ -250,6 +261,9 @@ class KafkaProducer(Producer):
             assert first is not None
             raise type(first)(f"{count} record(s) could not be delivered; first: {first}")
         return left
+
+    def stats(self) -> ClientStats | None:
+        return self._statistics.snapshot()
 
     def partitions_for(self, topic: str) -> int:
         try:

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from connect.log.api import LogBackend, LogError
+from connect.log.api import ClientStats, LogBackend, LogError
 from connect.runtime.config_encryption import ConfigEncryption
 from connect.runtime.config_store import (
     CLUSTER_KEY,
@@ -59,7 +59,8 @@ class ConfigUpdateListener(Protocol):
 class KafkaConfigBackingStore:
     def __init__(self, backend: LogBackend, topic: str, *, replication_factor: int = 3,
                  encryption: ConfigEncryption | None = None, group_id: str = "",
-                 listener: ConfigUpdateListener | None = None, exactly_once: bool = False) -> None:
+                 listener: ConfigUpdateListener | None = None, exactly_once: bool = False,
+                 client_id: str | None = None) -> None:
         """``exactly_once`` (exactly.once.source.support preparing or enabled): the topic is read
         read_committed and, once ``claim_write_privileges`` ran, written in transactions, as KIP-618 has
         the leader do so that a zombie leader cannot write."""
@@ -75,9 +76,12 @@ class KafkaConfigBackingStore:
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self.exactly_once = exactly_once
-        self._log = KafkaBasedLog(backend, topic, self._on_record,
+        self._log = KafkaBasedLog(backend, topic, self._on_record, client_id=client_id,
                                   consumer_config={"isolation.level": "read_committed"} if exactly_once else None)
         self.max_record_bytes = _DEFAULT_MAX_MESSAGE_BYTES
+
+    def client_stats(self) -> tuple[ClientStats, ...]:
+        return self._log.client_stats()
 
     # --- lifecycle ----------------------------------------------------------------------------------------
     def start(self, timeout: float = 60.0) -> None:

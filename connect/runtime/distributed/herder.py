@@ -262,7 +262,10 @@ class DistributedHerder(AbstractHerder):
         snapshot = self.worker.metrics_snapshot(self.task_restarter.info if self.task_restarter is not None else None)
         rebalance = {"completed_rebalances": self.cluster.rebalances, "epoch": self.cluster.generation,
                      "rebalancing": 0 if self.cluster.ready else 1}
-        return attrs.evolve(snapshot, rebalance=rebalance)
+        # the worker's internal topics' clients, named as Kafka Connect names them (<group.id>-configs, ...)
+        clients = (*snapshot.clients, *self.store.client_stats(), *self.status.client_stats(),
+                   *self.worker.offset_store.client_stats())
+        return attrs.evolve(snapshot, rebalance=rebalance, clients=clients)
 
     def restart_task(self, task: ConnectorTaskId) -> None:
         snapshot = self.store.snapshot()

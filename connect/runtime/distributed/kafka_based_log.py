@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from connect.api.topic_partition import TopicPartition
-from connect.log.api import Consumer, LogBackend, LogError, NewTopic, Producer
+from connect.log.api import ClientStats, Consumer, LogBackend, LogError, NewTopic, Producer
 
 __all__ = ["KafkaBasedLog", "ensure_internal_topic"]
 
@@ -53,7 +53,8 @@ def ensure_internal_topic(backend: LogBackend, topic: str, config_key: str, part
 class KafkaBasedLog:
     def __init__(self, backend: LogBackend, topic: str, on_record: RecordCallback,
                  producer_config: Mapping[str, Any] | None = None,
-                 consumer_config: Mapping[str, Any] | None = None, follow: bool = True) -> None:
+                 consumer_config: Mapping[str, Any] | None = None, follow: bool = True,
+                 client_id: str | None = None) -> None:
         """``follow``: tail the topic on a thread of its own; else read only inside ``read_to_end``, on the
         caller's thread (a topic only read at known moments need not keep a thread polling it)."""
         self.backend = backend
@@ -61,8 +62,9 @@ class KafkaBasedLog:
         self._inline = threading.Lock()
         self.topic = topic
         self._on_record = on_record
-        self._producer_config = {"acks": "all", **(producer_config or {})}
-        self._consumer_config = dict(consumer_config or {})
+        named = {"client.id": client_id} if client_id else {}
+        self._producer_config = {"acks": "all", **named, **(producer_config or {})}
+        self._consumer_config = {**named, **(consumer_config or {})}
         self._consumer: Consumer | None = None
         self._ends: Consumer | None = None  # a second consumer only asks for end offsets
         self._producer: Producer | None = None
@@ -73,6 +75,11 @@ class KafkaBasedLog:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
+
+    def client_stats(self) -> tuple[ClientStats, ...]:
+        """Traffic of the producer and the consumer that tail the topic (for /metrics)."""
+        clients = (self._producer, self._consumer)
+        return tuple(s for s in (c.stats() if c is not None else None for c in clients) if s is not None)
 
     @property
     def partitions(self) -> int:
@@ -119,6 +126,10 @@ class KafkaBasedLog:
     def _poll_once(self) -> None:
         consumer = self._consumer
         assert consumer is not None
+        if self._producer is not None:
+            # writes here take no callbacks, but librdkafka queues a delivery report for each (and the client's
+            # statistics) until someone polls: served here rather than left to pile up until a flush
+            self._producer.poll(0)
         # wait for the first record only: asked for many, the client would wait out the whole timeout
         # (a config write would then take that long to be read back); then take what has arrived
         batches = consumer.poll(0.2, 1)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from kafka.partitioner.default import murmur2
 
-from connect.log.api import LogBackend, LogError
+from connect.log.api import ClientStats, LogBackend, LogError
 from connect.runtime.distributed.kafka_based_log import KafkaBasedLog, ensure_internal_topic
 from connect.runtime.offsets import OffsetStore, offset_key
 
@@ -49,15 +49,19 @@ class KafkaOffsetStore(OffsetStore):
     ``follow=False``: the topic is read only by ``start`` and ``refresh``."""
 
     def __init__(self, backend: LogBackend, topic: str, *, partitions: int = 25, replication_factor: int = 3,
-                 read_committed: bool = False, follow: bool = True) -> None:
+                 read_committed: bool = False, follow: bool = True, client_id: str | None = None) -> None:
         super().__init__()
         self.backend = backend
         self.topic = topic
         self.partitions = partitions
         self.replication_factor = replication_factor
         isolation = {"isolation.level": "read_committed"} if read_committed else {}
-        self._log = KafkaBasedLog(backend, topic, self._on_record, consumer_config=isolation, follow=follow)
+        self._log = KafkaBasedLog(backend, topic, self._on_record, consumer_config=isolation, follow=follow,
+                                  client_id=client_id)
         self._partition_count = partitions
+
+    def client_stats(self) -> tuple[ClientStats, ...]:
+        return self._log.client_stats()
 
     def start(self, timeout: float = 60.0) -> None:
         self._partition_count = ensure_internal_topic(self.backend, self.topic, "offset.storage.topic",

@@ -16,7 +16,7 @@ import re
 import threading
 import time
 
-from connect.log.api import LogBackend, LogError
+from connect.log.api import ClientStats, LogBackend, LogError
 from connect.runtime.distributed.kafka_based_log import KafkaBasedLog, ensure_internal_topic
 from connect.runtime.herder import ConnectorTaskId, State
 from connect.runtime.status import Status, StatusStore
@@ -36,7 +36,7 @@ def _dumps(value: object) -> bytes:
 
 class KafkaStatusBackingStore(StatusStore):
     def __init__(self, backend: LogBackend, topic: str, worker_id: str, *, partitions: int = 5,
-                 replication_factor: int = 3) -> None:
+                 replication_factor: int = 3, client_id: str | None = None) -> None:
         super().__init__()
         self.backend = backend
         self.topic = topic
@@ -44,7 +44,7 @@ class KafkaStatusBackingStore(StatusStore):
         self.partitions = partitions
         self.replication_factor = replication_factor
         self.generation = 0
-        self._log = KafkaBasedLog(backend, topic, self._on_record)
+        self._log = KafkaBasedLog(backend, topic, self._on_record, client_id=client_id)
         self._send_lock = threading.Lock()
 
     def start(self, timeout: float = 60.0) -> None:
@@ -59,6 +59,9 @@ class KafkaStatusBackingStore(StatusStore):
         except LogError as exc:
             log.warning("Status writes not acknowledged at shutdown: %s", exc)
         self._log.stop()
+
+    def client_stats(self) -> tuple[ClientStats, ...]:
+        return self._log.client_stats()
 
     def refresh(self, timeout: float = 10.0) -> bool:
         """Apply every status written before this call (other workers' included); False on timeout."""
