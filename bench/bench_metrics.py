@@ -124,7 +124,8 @@ def _count_lines(path: Path) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
 
 
-def pipeline_once(src: Path, lines: int, metrics_on: bool, interval: float) -> tuple[float, int, float, float]:
+def pipeline_once(src: Path, lines: int, metrics_on: bool, interval: float,
+                  scrape_path: str = "/metrics") -> tuple[float, int, float, float]:
     """lines/s from the first sink line to the last; how many scrapes were made meanwhile; the worker's CPU
     microseconds per line over the same span (scrapes included: the part other processes on the machine do not
     blur); and, metrics on, the worker's CPU ms per scrape of its two connectors (100 scrapes once the pipeline
@@ -140,7 +141,7 @@ def pipeline_once(src: Path, lines: int, metrics_on: bool, interval: float) -> t
             nonlocal scrapes
             with httpx.Client(timeout=30) as c:
                 while not stop.wait(interval):
-                    c.get(f"http://127.0.0.1:{port}/metrics").raise_for_status()
+                    c.get(f"http://127.0.0.1:{port}{scrape_path}").raise_for_status()
                     scrapes += 1
         thread = threading.Thread(target=scraper, daemon=True)
         sink = work / "sink.txt"
@@ -197,15 +198,19 @@ def cost_bench(args: argparse.Namespace) -> None:
         on_cpu: list[float] = []
         scrapes = 0
         cpu: list[float] = []
+        shares: list[float] = []
         for _ in range(args.rounds):
             rate, _, line_us, _ = pipeline_once(src, args.lines, False, args.scrape_interval)
             off.append(rate)
             off_cpu.append(line_us)
-            rate, n, line_us, cpu_ms = pipeline_once(src, args.lines, True, args.scrape_interval)
+            rate, n, line_us, cpu_ms = pipeline_once(src, args.lines, True, args.scrape_interval, args.scrape_path)
             on.append(rate)
             on_cpu.append(line_us)
             scrapes += n
             cpu.append(cpu_ms)
+            # the scrapes' own share of the worker's CPU in this round: scrapes made x CPU per scrape (measured
+            # on the same worker right after), over the worker's CPU for the run's lines
+            shares.append(n * cpu_ms / (line_us * args.lines / 1000) * 100)
     m_off, m_on = statistics.median(off), statistics.median(on)
     print(f"\nfile -> file pipeline, {args.lines:,} lines of 100 bytes, {args.rounds} alternating rounds; "
           f"metrics on: a scrape every {args.scrape_interval} s ({scrapes} scrapes in all)")
@@ -222,6 +227,9 @@ def cost_bench(args: argparse.Namespace) -> None:
     paired = sorted(b / a - 1 for a, b in zip(off_cpu, on_cpu, strict=True))
     print(f"cost of metrics in worker CPU per line: {(c_on - c_off) / c_off * 100:+.1f}% (median against median); "
           f"round by round {', '.join(f'{x * 100:+.1f}%' for x in paired)}")
+    print("the scrapes' own CPU, as a share of the worker's CPU for the run (hot-path counters are kept either "
+          f"way: status needs them): median {statistics.median(shares):.2f}%; rounds "
+          + ", ".join(f"{x:.2f}%" for x in shares))
     per_scrape = statistics.median(cpu)
     print(f"worker CPU per scrape of this worker: {per_scrape:.2f} ms, i.e. {per_scrape / args.scrape_interval / 10:.2f}% "
           f"of a core at a scrape every {args.scrape_interval} s ({per_scrape / 15 / 10:.3f}% at Prometheus' 15 s)")
@@ -235,6 +243,8 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scrape-interval", type=float, default=1.0)
+    # another path to request instead (e.g. "/"): tells the cost of serving requests from the cost of /metrics
+    parser.add_argument("--scrape-path", default="/metrics")
     # 1.1 s: every scrape reads the log end offsets afresh, as Prometheus' 15-60 s scrapes do (0: back to back)
     parser.add_argument("--scrape-gap", type=float, default=1.1)
     parser.add_argument("--skip-scrape", action="store_true")
