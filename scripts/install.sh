@@ -20,7 +20,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
-# Service jars (Kafka, Apache Kafka Connect, HDFS, OpenSearch, Elasticsearch, Spark's Kafka and Avro modules) from Maven Central into .cache/services; skipped when already there.
+# Service jars (Kafka, Apache Kafka Connect, HDFS, OpenSearch, Elasticsearch, Spark's Kafka and Avro modules, Flume, Log4j 2's KafkaAppender) from Maven Central into .cache/services; skipped when already there.
 if [ "${HEADRACE_SKIP_SERVICES:-0}" != 1 ] && [ -f services/__main__.py ]; then
-  python3 -m services fetch kafka connect hdfs opensearch elasticsearch spark-kafka flume
+  python3 -m services fetch kafka connect hdfs opensearch elasticsearch spark-kafka flume log4j-kafka
 fi

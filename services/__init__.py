@@ -30,6 +30,8 @@ SERVICES: dict[str, str] = {
     # Apache Flume 1.11.0: "flume" is jars only (client, agent, Log4j 2's FlumeAppender); "flume-agent" a real agent
     "flume": "services.flume:FlumeJars",
     "flume-agent": "services.flume:FlumeAgentService",
+    # jars only: Log4j 2 (log4j-core's KafkaAppender, JsonTemplateLayout) and kafka-clients, for a Java app's logs
+    "log4j-kafka": "services.log4j_kafka:Log4jKafkaJars",
 }
 
 
