@@ -29,7 +29,7 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package, for the task contexts
 
-from connect.api import RecordMetadata, Schema, SinkRecord
+from connect.api import Schema, SinkRecord
 from plugins.redis import RedisSinkTask, RedisStreamSourceTask
 from services.redis import RedisService
 from tests.plugins.redis_contexts import SinkContext, SourceContext
@@ -104,10 +104,10 @@ def source_task(uri: str, stream: str, n: int, batch: int, group: str) -> float:
     def run() -> int:
         got = 0
         while got < n:
-            records = task.poll() or []
-            for i, record in enumerate(records):  # what the worker does once the log has each record
-                task.commit_record(record, RecordMetadata(record.topic, 0, got + i, 0))
-            got += len(records)
+            batch = task.poll()
+            if batch:
+                task.commit_batch(batch)  # what the worker does once the log has the whole batch
+                got += len(batch)
         task.commit()
         return got
 

@@ -82,6 +82,23 @@ class Struct:
         struct._values = values
         return struct
 
+    @classmethod
+    def many_from_valid_values(cls, schema: Schema, rows: Sequence[list[Any]]) -> list[Struct]:
+        """One struct per row of ``rows``, each taken as ``from_valid_values`` takes it (unchecked, the list
+        kept): the bulk form for a source that has typed a whole batch of rows by the schema itself."""
+        fields = schema._fields
+        if fields is None or (rows and set(map(len, rows)) != {len(fields)}):
+            raise DataException(f"a row does not fit the {len(fields or ())} fields of struct schema {schema!r}")
+        new = cls.__new__
+        made: list[Struct] = []
+        add = made.append
+        for row in rows:
+            struct = new(cls)
+            struct.schema = schema
+            struct._values = row
+            add(struct)
+        return made
+
     def field_values(self) -> tuple[Any, ...]:
         """Every field's value in field order, as put (defaults not applied)."""
         return tuple(self._values)

@@ -52,3 +52,14 @@ def test_an_equal_schema_built_again_is_not_compared_field_by_field_per_struct(m
     assert compared == []
     with pytest.raises(DataException):  # the cached answer is still the schema's own
         Struct.of(again, [b"raw"])
+
+
+def test_many_from_valid_values_makes_one_struct_per_row_of_the_schema() -> None:
+    rows = [["x", "y"], ["z", None]]
+    made = Struct.many_from_valid_values(TEXT, rows)
+    assert made == [Struct(TEXT).put("a", "x").put("b", "y"), Struct(TEXT).put("a", "z")]
+    assert made[0].schema is TEXT
+    with pytest.raises(DataException, match="does not fit the 2 fields"):
+        Struct.many_from_valid_values(TEXT, [["x", "y"], ["too short"]])
+    with pytest.raises(DataException, match="does not fit"):
+        Struct.many_from_valid_values(Schema.STRING_SCHEMA, [["x"]])
