@@ -11,10 +11,12 @@ MKSTREAM`` at ``redis.stream.offset`` if missing), under a name that stays the s
 3. every ``redis.stream.claim.interval.ms`` takes over entries that another consumer (a task that is gone)
    left pending for longer than ``redis.stream.claim.idle.ms`` (``XAUTOCLAIM``).
 
-An entry is acknowledged (``XACK``) only once the log has acknowledged its record (``commit_record``), in
-batches at the next poll or offset commit, so a crash replays at most what was read since (duplicates, never
-losses). With ``redis.stream.delivery=at-most-once`` entries are read with NOACK instead: nothing is replayed
-and a crash can lose what was read but not yet written.
+Each read becomes one SourceRecordBatch per stream (one per run of entries with the same fields, when they
+differ), which the runtime converts and appends in bulk. An entry is acknowledged (``XACK``) only once the log
+has acknowledged every record of its batch (``commit_batch``), one XACK per stream at the next poll or offset
+commit, so a crash replays at most what was read since (duplicates, never losses); a batch the log did not
+take is never acknowledged. With ``redis.stream.delivery=at-most-once`` entries are read with NOACK instead:
+nothing is replayed and a crash can lose what was read but not yet written.
 
 An entry delivered more than ``redis.stream.max.deliveries`` times (it keeps failing to reach the log, e.g. a
 transform rejects it and the task fails) goes to the topic ``redis.stream.dlq.topic`` instead, with the
@@ -23,7 +25,8 @@ for sources, so the task writes that topic itself.
 
 Record: key = the entry id (string); value = a Struct of the entry's fields (optional strings, bytes for
 values that are not UTF-8) or, with ``redis.stream.body.field``, that one field's value; headers
-``redis.stream`` and ``redis.stream.id``; source partition ``{"stream"}``, offset ``{"id"}`` (informative:
+``redis.stream`` and ``redis.stream.id`` (and ``redis.delivery.count`` on entries read again, from the own
+pending list or a claim, that were delivered before); timestamp = the id's milliseconds; source partition ``{"stream"}``, offset ``{"id"}`` (informative:
 the group's pending list is the real cursor).
 """
 
