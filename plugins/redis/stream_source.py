@@ -35,6 +35,7 @@ from __future__ import annotations
 import collections
 import logging
 import operator
+import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -141,6 +142,7 @@ def _version() -> str:
     return distribution_version(__name__)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # what surrogateescape makes of bytes that are not UTF-8
 _NAMES = operator.itemgetter(slice(0, None, 2))  # an entry's field names, from its flat [name, value, ...]
 _VALUES = operator.itemgetter(slice(1, None, 2))  # and its values
 
@@ -479,11 +481,12 @@ class RedisStreamSourceTask(SourceTask):
         stamps = list(map(int, "-".join(ids).split("-")[0::2])) if ids else []
         values: list[Any] = []
         runs: list[tuple[int, Schema]] = []
-        try:  # one check for the whole batch: any lone surrogate stands for bytes that are not UTF-8
-            "".join(chain.from_iterable(flats)).encode()
+        text = "".join(chain.from_iterable(flats))
+        # one check for the whole batch: a lone surrogate stands for bytes that are not UTF-8 (isascii is a flag)
+        if text.isascii() or _SURROGATE.search(text) is None:
             if flats:
                 values, runs = self._values(flats)
-        except UnicodeEncodeError:
+        else:
             values, runs = self._values_with_bytes(flats)
         if gone and self._client is not None:
             self._client.xack(stream, self._group, *gone)

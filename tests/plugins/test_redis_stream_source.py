@@ -304,3 +304,20 @@ def test_replies_in_resp2_read_as_in_resp3(redis_service, db):
     records = _poll_all(task, 5)
     assert [(r.key, r.value.get("user")) for r in records] == [(i, f"u{n}") for n, i in enumerate(ids)]
     task.stop()
+
+
+def test_text_beyond_ascii_stays_text_and_bytes_that_are_not_utf8_stay_bytes_in_one_read(redis_service, db):
+    raw = redis.Redis.from_url(redis_service.uri)
+    ids = [raw.xadd("events", {"a": "héllo 😀"}).decode(), raw.xadd("events", {"a": b"\xff\xfe"}).decode(),
+           raw.xadd("events", {"a": "plain"}).decode()]
+    task = _task(redis_service.uri)
+    batches = _poll_batches(task, 3)
+    assert [[f.schema.type.name for f in b.value_schema.fields()] for b in batches] == [["STRING"], ["BYTES"],
+                                                                                        ["STRING"]]
+    assert [(r.key, r.value.get("a")) for b in batches for r in b] == list(zip(ids, ["héllo 😀", b"\xff\xfe",
+                                                                                     "plain"], strict=True))
+    task.stop()
+    body = _task(redis_service.uri, **{"redis.stream.body.field": "a", "redis.stream.consumer.group": "g2"})
+    assert [r.value for r in _poll_all(body, 3)] == ["héllo 😀", "\ufffd\ufffd", "plain"]
+    body.stop()
+    raw.close()
