@@ -32,6 +32,7 @@ from services.base import free_port
 from tests.support import (
     RestWorker,
     connect_standalone,
+    drain,
     run_cli,
     wait_until,
     worker_properties,
@@ -260,9 +261,25 @@ def _stream_kill9_twice(tmp: Path, uri: str, total: int, seconds: float) -> None
     duplicates = len(keys) - len(counts)
     assert duplicates <= pending_at_kills, (duplicates, pending_at_kills)
     assert int(db.xpending("orders", "kafka-consumer-group")["pending"]) == 0
+    first = _first_record(tmp, "orders-topic")  # what the runtime's bulk path wrote: key, headers, value
+    assert first.key == added[0].encode() and first.timestamp == int(added[0].split("-")[0])
+    assert first.headers == (("redis.stream", b"orders"), ("redis.stream.id", added[0].encode()))
+    assert first.value == b"Struct{n=0,body=order 0}"
     log = worker.log()
     assert "drained its pending entries of stream orders" in log and "stream-source" in log
     db.close()
+
+
+def _first_record(tmp: Path, topic: str):
+    backend = _log(tmp, read_only=True)
+    try:
+        consumer = backend.consumer(None, {"auto.offset.reset": "earliest", "enable.auto.commit": "false"})
+        consumer.assign([TopicPartition(topic, 0)])
+        batch = drain(consumer, 1)[0]
+        consumer.close()
+        return next(iter(batch.records()))
+    finally:
+        backend.close()
 
 
 def _group_delivered(db: redis.Redis, added: list[str]) -> int:
