@@ -328,31 +328,46 @@ class RedisStreamSourceTask(SourceTask):
         self._ack()
 
     def _ack(self) -> None:
-        if not self._acks:
+        """XACK what the log has, on its own round trip (the read of new entries carries it otherwise)."""
+        taken, by_stream = self._take_acks()
+        if not taken:
             return
+        client = self._client
+        try:
+            if client is None:
+                raise RedisConnectionError("the task is not started")
+            pipe = client.pipeline(transaction=False)
+            for stream, ids in by_stream.items():
+                pipe.xack(stream, self._group, *ids)
+            pipe.execute()
+        except (RedisError, OSError) as exc:
+            self._give_back(taken)
+            if self._outage is not None:
+                self._outage.down(exc, f"{sum(map(len, taken))} entries stay pending until it is back")
+            return
+        self._acked(taken, by_stream)
+
+    def _take_acks(self) -> tuple[list[SourceRecordBatch], dict[str, list[str]]]:
+        """The batches the log has, taken from the queue, and their ids per stream."""
+        taken: list[SourceRecordBatch] = []
+        by_stream: dict[str, list[str]] = {}
+        if not self._acks:
+            return taken, by_stream
         with self._ack_lock:
-            taken: list[SourceRecordBatch] = []
             while self._acks:
                 taken.append(self._acks.popleft())
-            if not taken:
-                return
-            by_stream: dict[str, list[str]] = {}
-            for batch in taken:
-                stream = batch.source_partition["stream"]  # type: ignore[index]
-                by_stream.setdefault(stream, []).extend(batch.keys)  # type: ignore[arg-type]
-            client = self._client
-            try:
-                if client is None:
-                    raise RedisConnectionError("the task is not started")
-                pipe = client.pipeline(transaction=False)
-                for stream, ids in by_stream.items():
-                    pipe.xack(stream, self._group, *ids)
-                pipe.execute()
-            except (RedisError, OSError) as exc:
-                self._acks.extendleft(reversed(taken))  # acknowledged later: replayed at worst, never lost
-                if self._outage is not None:
-                    self._outage.down(exc, f"{sum(map(len, taken))} entries stay pending until it is back")
-                return
+        for batch in taken:
+            stream = batch.source_partition["stream"]  # type: ignore[index]
+            by_stream.setdefault(stream, []).extend(batch.keys)  # type: ignore[arg-type]
+        return taken, by_stream
+
+    def _give_back(self, taken: list[SourceRecordBatch]) -> None:
+        """XACK failed: acknowledged later instead (replayed at worst, never lost; XACK twice is harmless)."""
+        with self._ack_lock:
+            self._acks.extendleft(reversed(taken))
+
+    def _acked(self, taken: list[SourceRecordBatch], by_stream: Mapping[str, list[str]]) -> None:
+        with self._ack_lock:
             for batch in taken:
                 self._unacked.pop(id(batch), None)
             self.entries_acked += sum(map(len, by_stream.values()))
@@ -362,8 +377,9 @@ class RedisStreamSourceTask(SourceTask):
         if self._stopping.is_set() or self._client is None:
             return None
         try:
-            self._ack()
-            if not self._ready:
+            if self._ready:
+                self._ack()
+            else:
                 self._read()
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             assert self._outage is not None
@@ -393,11 +409,13 @@ class RedisStreamSourceTask(SourceTask):
     def _read(self) -> None:
         """Fill ``_ready``: own pending entries first, then (at its interval) a claim, else new entries."""
         if self._draining:
+            self._ack()
             self._read_own_pending()
             if self._ready:
                 return
         if time.monotonic() >= self._next_claim:
             self._next_claim = time.monotonic() + self._claim_interval
+            self._ack()
             self._claim()
             if self._ready:
                 return
@@ -420,9 +438,27 @@ class RedisStreamSourceTask(SourceTask):
             self._add_batches(stream, entries, redelivered=True)
 
     def _read_new(self) -> None:
+        """New entries, in the same round trip as the XACK of what the log has taken since the last read."""
         assert self._client is not None
-        reply = self._client.xreadgroup(self._group, self._consumer, dict.fromkeys(self._streams, ">"),
-                                        count=self._batch, block=self._block, noack=not self._at_least_once)
+        taken, by_stream = self._take_acks()
+        pipe = self._client.pipeline(transaction=False)
+        for stream, ids in by_stream.items():
+            pipe.xack(stream, self._group, *ids)
+        pipe.xreadgroup(self._group, self._consumer, dict.fromkeys(self._streams, ">"), count=self._batch,
+                        block=self._block, noack=not self._at_least_once)
+        try:
+            *acks, reply = pipe.execute(raise_on_error=False)
+        except BaseException:
+            if taken:
+                self._give_back(taken)
+            raise
+        if taken:
+            if any(isinstance(result, Exception) for result in acks):
+                self._give_back(taken)
+            else:
+                self._acked(taken, by_stream)
+        if isinstance(reply, Exception):
+            raise reply
         for raw_stream, entries in _per_stream(reply):
             self._add_batches(_text(raw_stream), entries, redelivered=False)
 
