@@ -10,10 +10,13 @@ Three cases, each against a real redis-server started by ``services/`` (append-o
   the log has the batch, beside the issue's baseline, a bare loop of ``XREADGROUP COUNT batch`` + ``XACK`` of
   what it read (redis-py's reply parsing: a dict of bytes per entry, no records), on a fresh group over the
   same stream. For context it also prints the same bare loop on a client that decodes replies (a dict of str
-  per entry), which is nearer the task's work but still makes no records.
+  per entry), and a bare loop that uses Redis exactly as the task does (replies decoded by the parser and
+  read as sent, the XACK of a read in the same round trip as the next read) but makes no records: the task
+  over that one is the cost of making the records alone.
 
 What is measured is the task against Redis (the plugin's own cost over the client's), not the worker
-around it: no log, no converters. ``--worker`` adds, per round, a real ``connect-standalone`` (embedded log)
+around it: no log, no converters. The process takes the worker's garbage-collector settings
+(``connect/runtime/gc_policy.py``) unless ``--default-gc``. ``--worker`` adds, per round, a real ``connect-standalone`` (embedded log)
 running RedisStreamSource over the same stream: end-to-end records/s into the topic, to every entry
 acknowledged. Each case runs ``--rounds`` times, alternating with its baseline; the ratio is taken per round
 and the median reported.
@@ -37,6 +40,7 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package, for the task contexts
 
 from connect.api import Schema, SinkRecord
+from connect.runtime.gc_policy import settle_heap
 from plugins.redis import RedisSinkTask, RedisStreamSourceTask
 from services.redis import RedisService
 from tests.plugins.redis_contexts import SinkContext, SourceContext
@@ -48,9 +52,15 @@ def _batches(n: int, batch: int) -> list[list[SinkRecord]]:
     return [records[i:i + batch] for i in range(0, n, batch)]
 
 
+# the client CPU time per record of the last _timed run (this process: the loop, redis-py and the task, not
+# redis-server); less moved than the wall figure by other work on the machine
+_last_cpu_us = [0.0]
+
+
 def _timed(fn: Callable[[], int]) -> float:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     count = fn()
+    _last_cpu_us[0] = (time.process_time() - cpu) / count * 1e6
     return count / (time.perf_counter() - start)
 
 
@@ -126,7 +136,7 @@ def source_task(uri: str, stream: str, n: int, batch: int, group: str) -> float:
 
 def source_bare(uri: str, stream: str, n: int, batch: int, group: str, decode: bool = False) -> float:
     """The issue's baseline: XREADGROUP COUNT batch + XACK of the ids read, with redis-py's own reply parsing
-    (entry fields as a dict of bytes per entry). ``decode``: the context baseline, the same loop on a client
+    (entry fields as a dict of bytes per entry). ``decode``: a context baseline, the same loop on a client
     that decodes replies (a dict of str per entry), still making no records."""
     client = redis.Redis.from_url(uri, decode_responses=decode)
     client.xgroup_create(stream, group, id="0-0", mkstream=True)
@@ -139,6 +149,36 @@ def source_bare(uri: str, stream: str, n: int, batch: int, group: str, decode: b
                 ids = [entry_id for entry_id, _ in entries]
                 client.xack(stream, group, *ids)
                 got += len(ids)
+        return got
+
+    try:
+        return _timed(run)
+    finally:
+        client.close()
+
+
+def source_bare_piggyback(uri: str, stream: str, n: int, batch: int, group: str) -> float:
+    """A context baseline with the task's own use of Redis and nothing else: replies decoded by the parser and
+    left as sent (no dict per entry), the XACK of one read sent in the same round trip as the next read."""
+    client = redis.Redis.from_url(uri, decode_responses=True, encoding_errors="surrogateescape")
+    client.set_response_callback("XREADGROUP", lambda response, **_: response)
+    client.xgroup_create(stream, group, id="0-0", mkstream=True)
+
+    def run() -> int:
+        got = 0
+        ids: list[str] = []
+        while got < n:
+            pipe = client.pipeline(transaction=False)
+            if ids:
+                pipe.xack(stream, group, *ids)
+            pipe.xreadgroup(group, "bare", {stream: ">"}, count=batch, block=10)
+            reply = pipe.execute()[-1]
+            ids = []
+            for _, entries in (reply.items() if isinstance(reply, dict) else reply or []):
+                ids = [entry_id for entry_id, _ in entries]
+                got += len(ids)
+        if ids:
+            client.xack(stream, group, *ids)
         return got
 
     try:
@@ -197,13 +237,18 @@ def source_cases(client: redis.Redis, uri: str, n: int, batch: int, rounds: int,
     _fill(client, "bench-stream", n)
     for r in range(rounds):
         bare = source_bare(uri, "bench-stream", n, batch, f"bare-{r}")
+        bare_cpu = _last_cpu_us[0]
         decoded = source_bare(uri, "bench-stream", n, batch, f"decoded-{r}", decode=True)
+        same = source_bare_piggyback(uri, "bench-stream", n, batch, f"same-{r}")
         ours = source_task(uri, "bench-stream", n, batch, f"task-{r}")
+        ours_cpu = _last_cpu_us[0]
         ratios.append(ours / bare)
         line = (f"  source round {r + 1}: bare XREADGROUP+XACK loop {bare:>10,.0f} records/s   "
-                f"RedisStreamSourceTask {ours:>10,.0f} records/s   ratio {ours / bare:.2f}\n"
-                f"                  context: bare loop decoding to dicts of str {decoded:>10,.0f} records/s, "
-                f"task / it {ours / decoded:.2f}")
+                f"RedisStreamSourceTask {ours:>10,.0f} records/s   ratio {ours / bare:.2f}   "
+                f"(client CPU {bare_cpu:.2f} / {ours_cpu:.2f} us per record)\n"
+                f"                  context: bare loop decoding to dicts of str {decoded:>10,.0f} records/s "
+                f"(task / it {ours / decoded:.2f}); bare loop using Redis as the task does {same:>10,.0f} "
+                f"records/s (task / it {ours / same:.2f})")
         if worker:
             from_start, steady = source_worker(uri, "bench-stream", n, batch, f"worker-{r}")
             line += (f"\n                  worker (embedded log, JsonConverter) {steady:>10,.0f} records/s "
@@ -221,17 +266,28 @@ def main() -> None:
     parser.add_argument("--worker", action="store_true",
                         help="also run the stream source in a real connect-standalone worker each round")
     parser.add_argument("--only", choices=("sink", "source"), help="run only the sink or the source cases")
+    parser.add_argument("--default-gc", action="store_true",
+                        help="keep CPython's default garbage-collector settings instead of the worker's")
     args = parser.parse_args()
     n, batch = args.records, args.batch
+    if not args.default_gc:
+        # the tasks run in a worker process, which freezes its start-up heap and collects the young generation
+        # every 50,000 new objects (connect/runtime/gc_policy.py); the bench process does the same, for the
+        # task and its baselines alike. Without it, a task that keeps its polled records alive until the log
+        # has them (as the stream source must) pays full collections over the whole heap that a bare loop,
+        # which keeps nothing, does not.
+        settle_heap()
     server = RedisService(appendfsync="everysec").start()
     try:
         client = redis.Redis.from_url(server.uri)
         client.config_set("save", "")
         batches = _batches(n, batch)
-        flags = (" --worker" if args.worker else "") + (f" --only {args.only}" if args.only else "")
+        flags = ((" --worker" if args.worker else "") + (f" --only {args.only}" if args.only else "")
+                 + (" --default-gc" if args.default_gc else ""))
         print(f"python bench/bench_redis.py --records {n} --batch {batch} --rounds {args.rounds}{flags}   "
               f"(redis-server {client.info()['redis_version']}, redis-py {redis.__version__}, "
-              f"hiredis {'on' if redis.utils.HIREDIS_AVAILABLE else 'off'})")
+              f"hiredis {'on' if redis.utils.HIREDIS_AVAILABLE else 'off'}, "
+              f"{'default GC' if args.default_gc else 'the worker GC policy'})")
         for kind in ("HASH", "STREAM") if args.only != "source" else ():
             ratios = []
             for r in range(args.rounds):
