@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import redis
 
-from connect.api import ConnectException, Schema, SourceRecord, SourceRecordBatch, Struct
+from connect.api import ConnectException, RetriableException, Schema, SourceRecord, SourceRecordBatch, Struct
 from connect.log.api import LogError
 from plugins.redis import RedisStreamSourceConnector, RedisStreamSourceTask
 from tests.plugins.redis_contexts import SourceContext, config_errors
@@ -321,3 +321,24 @@ def test_text_beyond_ascii_stays_text_and_bytes_that_are_not_utf8_stay_bytes_in_
     assert [r.value for r in _poll_all(body, 3)] == ["héllo 😀", "\ufffd\ufffd", "plain"]
     body.stop()
     raw.close()
+
+
+@pytest.mark.slow  # a few seconds of a stopped and restarted redis-server
+def test_an_xack_that_fails_while_redis_is_away_is_sent_once_it_is_back(redis_factory):
+    server = redis_factory()
+    db = redis.Redis.from_url(server.uri, decode_responses=True)
+    for i in range(50):
+        db.xadd("events", {"n": str(i)})
+    task = _task(server.uri, **{"redis.timeout": "2"})
+    batches = _poll_batches(task, 50)
+    server.stop()
+    task.commit_batch(batches[0])
+    task.commit()  # Redis is away: the XACK fails, the batch waits for the next try
+    with pytest.raises(RetriableException):
+        task.poll()
+    assert task.entries_acked == 0
+    server.start()
+    wait_until(lambda: task.poll() is None and task.entries_acked == 50, 20, what="the XACK once Redis is back")
+    assert _pending(db) == 0
+    task.stop()
+    db.close()
