@@ -342,3 +342,23 @@ def test_an_xack_that_fails_while_redis_is_away_is_sent_once_it_is_back(redis_fa
     assert _pending(db) == 0
     task.stop()
     db.close()
+
+
+def test_of_one_read_only_the_entries_delivered_too_often_go_to_the_dead_letter_topic(redis_service, db):
+    extra = {"redis.stream.max.deliveries": "2", "redis.stream.dlq.topic": "events-dlq"}
+    poison = db.xadd("events", {"n": "poison"})
+    first = _task(redis_service.uri, **extra)
+    _poll_batches(first, 1)  # delivered once, never logged
+    first.stop()
+    fine = db.xadd("events", {"n": "fine"})
+    second = _task(redis_service.uri, **extra)
+    assert [r.key for b in _poll_batches(second, 2) for r in b] == [poison, fine]  # twice and once
+    second.stop()
+    third = _task(redis_service.uri, **extra)  # reads both again from its pending list, in one read
+    batches = _poll_batches(third, 2)
+    assert [(b.topic, [r.key for r in b]) for b in batches] == [("t-events", [fine]), ("events-dlq", [poison])]
+    assert [{h.key: h.value for h in b[0].headers}["redis.delivery.count"] for b in batches] == ["2", "3"]
+    assert third.entries_dead == 1
+    _logged(third, batches)
+    assert _pending(db) == 0
+    third.stop()
