@@ -425,7 +425,7 @@ class RedisStreamSourceTask(SourceTask):
         """This consumer's pending entries (from an earlier run), in id order, one batch per call."""
         assert self._client is not None
         reply = self._client.xreadgroup(self._group, self._consumer, dict(self._draining), count=self._batch)
-        got: dict[str, list[tuple[bytes, Any]]] = {}
+        got: dict[str, list[Any]] = {}
         for raw_stream, entries in _per_stream(reply):
             got[_text(raw_stream)] = entries
         for stream in list(self._draining):
