@@ -54,8 +54,9 @@ class Converter(abc.ABC):
     def from_connect_batch(self, topic: str, schema: Schema | None, values: Sequence[Any]) -> list[bytes | None]:
         """Many values of one schema, without headers, each as ``from_connect_data`` would convert it.
 
-        The runtime converts whole batches through this; a converter that can do the work in bulk
-        overrides it. An exception means "convert these one by one": the runtime then does, with its
+        The runtime converts whole batches through this (also the values and keys of a
+        SourceRecordBatch that carries headers: a converter whose output depends on the headers
+        overrides it to raise); a converter that can do the work in bulk overrides it. An exception means "convert these one by one": the runtime then does, with its
         per-record error handling.
         """
         convert = self.from_connect_data

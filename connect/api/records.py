@@ -197,20 +197,27 @@ class SourceRecord(ConnectRecord):
 
 
 class SourceRecordBatch(Sequence[SourceRecord]):
-    """Records of one source partition for one topic, with no key, headers or set partition, held as columns.
+    """Records of one source partition for one topic, with no set partition, held as columns.
 
     ``SourceTask.poll`` may return one instead of a list. It reads as a sequence of
     ``SourceRecord`` (each made when it is read), so transforms and the per-record
     paths see ordinary records; when nothing needs them, the runtime converts and
-    sends ``values`` in bulk and never makes the records at all. That saves most of
+    sends the columns in bulk and never makes the records at all. That saves most of
     the Python work per record of a fast source.
 
     ``source_offsets`` has one offset per value (any sequence: a source can make
     the mappings lazily, as only the last one of a batch is usually read), or is
-    None when the source keeps no offsets. One ``timestamp`` stands for every record.
+    None when the source keeps no offsets. One ``timestamp`` stands for every record,
+    unless ``timestamps`` gives one per record.
+
+    Keys and headers are optional columns too: ``keys`` one per value (of ``key_schema``);
+    ``headers`` are the same on every record (the runtime converts them once per batch);
+    ``header_columns`` are headers that differ per record, each a ``(key, schema, values)``
+    with one value per record, added after ``headers`` in the order given.
     """
 
-    __slots__ = ("topic", "values", "value_schema", "source_partition", "source_offsets", "timestamp")
+    __slots__ = ("topic", "values", "value_schema", "source_partition", "source_offsets", "timestamp", "keys",
+                 "key_schema", "timestamps", "headers", "header_columns")
 
     def __init__(
         self,
@@ -221,30 +228,62 @@ class SourceRecordBatch(Sequence[SourceRecord]):
         source_partition: Mapping[str, Any] | None = None,
         source_offsets: Sequence[Mapping[str, Any] | None] | None = None,
         timestamp: int | None = None,
+        keys: Sequence[Any] | None = None,
+        key_schema: Schema | None = None,
+        timestamps: Sequence[int | None] | None = None,
+        headers: Iterable[Header] | None = None,
+        header_columns: Sequence[tuple[str, Schema | None, Sequence[Any]]] | None = None,
     ) -> None:
-        if source_offsets is not None and len(source_offsets) != len(values):
-            raise ValueError(f"{len(values)} values but {len(source_offsets)} source offsets")
+        n = len(values)
+        if source_offsets is not None and len(source_offsets) != n:
+            raise ValueError(f"{n} values but {len(source_offsets)} source offsets")
+        if keys is not None and len(keys) != n:
+            raise ValueError(f"{n} values but {len(keys)} keys")
+        if timestamps is not None and len(timestamps) != n:
+            raise ValueError(f"{n} values but {len(timestamps)} timestamps")
+        for name, _, column in header_columns or ():
+            if len(column) != n:
+                raise ValueError(f"{n} values but {len(column)} values of header {name}")
         self.topic = topic
         self.values = values
         self.value_schema = value_schema
         self.source_partition = source_partition
         self.source_offsets = source_offsets
         self.timestamp = timestamp
+        self.keys = keys
+        self.key_schema = key_schema
+        self.timestamps = timestamps
+        self.headers: tuple[Header, ...] = tuple(headers) if headers else ()
+        self.header_columns = header_columns or ()
+
+    def has_headers(self) -> bool:
+        """Whether its records carry any header."""
+        return bool(self.headers or self.header_columns)
 
     def __len__(self) -> int:
         return len(self.values)
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
-            offsets = self.source_offsets
-            return SourceRecordBatch(self.topic, self.values[index], value_schema=self.value_schema,
-                                     source_partition=self.source_partition,
-                                     source_offsets=offsets[index] if offsets is not None else None,
-                                     timestamp=self.timestamp)
+            offsets, keys, stamps = self.source_offsets, self.keys, self.timestamps
+            return SourceRecordBatch(
+                self.topic, self.values[index], value_schema=self.value_schema,
+                source_partition=self.source_partition,
+                source_offsets=offsets[index] if offsets is not None else None, timestamp=self.timestamp,
+                keys=keys[index] if keys is not None else None, key_schema=self.key_schema,
+                timestamps=stamps[index] if stamps is not None else None, headers=self.headers,
+                header_columns=[(name, schema, column[index]) for name, schema, column in self.header_columns])
         value = self.values[index]  # raises IndexError past the end, as a sequence must
         offset = self.source_offsets[index] if self.source_offsets is not None else None
-        return SourceRecord(self.source_partition, offset, self.topic, None, None, None, self.value_schema, value,
-                            self.timestamp)
+        key = self.keys[index] if self.keys is not None else None
+        stamp = self.timestamps[index] if self.timestamps is not None else self.timestamp
+        headers: ConnectHeaders | None = None
+        if self.headers or self.header_columns:
+            headers = ConnectHeaders(self.headers)
+            for name, schema, column in self.header_columns:
+                headers.add(name, column[index], schema)
+        return SourceRecord(self.source_partition, offset, self.topic, None, self.key_schema, key, self.value_schema,
+                            value, stamp, headers)
 
     def __iter__(self) -> Iterator[SourceRecord]:
         return map(self.__getitem__, range(len(self.values)))

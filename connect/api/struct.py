@@ -25,8 +25,11 @@ from connect.api.schema import (
 
 __all__ = ["Struct", "validate_value"]
 
-# schema -> whether every field is STRING: text in such a schema needs no check per field
-_TEXT_ONLY: dict[Schema, bool] = {}
+# id(schema) -> (schema, whether every field is STRING): text in such a schema needs no check per field. Keyed
+# by identity, not equality: an equal schema built by another task (or the same task after a restart) would
+# otherwise cost a full structural comparison on every lookup. The entry keeps its schema alive, so its id
+# cannot be reused while the entry exists.
+_TEXT_ONLY: dict[int, tuple[Schema, bool]] = {}
 
 
 class Struct:
@@ -52,11 +55,13 @@ class Struct:
         fields = schema.fields()
         if len(values) != len(fields):
             raise DataException(f"{len(values)} values for the {len(fields)} fields of {schema!r}")
-        text_only = _TEXT_ONLY.get(schema)
-        if text_only is None:
+        known = _TEXT_ONLY.get(id(schema))
+        if known is not None and known[0] is schema:
+            text_only = known[1]
+        else:
             text_only = all(f.schema.type is Type.STRING for f in fields)
             if len(_TEXT_ONLY) < 4096:
-                _TEXT_ONLY[schema] = text_only
+                _TEXT_ONLY[id(schema)] = (schema, text_only)
         if not text_only or any(v.__class__ is not str for v in values if v is not None) \
                 or (None in values and any(not f.schema.optional for f in fields)):
             for f, value in zip(fields, values, strict=True):
@@ -76,6 +81,23 @@ class Struct:
         struct.schema = schema
         struct._values = values
         return struct
+
+    @classmethod
+    def many_from_valid_values(cls, schema: Schema, rows: Sequence[list[Any]]) -> list[Struct]:
+        """One struct per row of ``rows``, each taken as ``from_valid_values`` takes it (unchecked, the list
+        kept): the bulk form for a source that has typed a whole batch of rows by the schema itself."""
+        fields = schema._fields
+        if fields is None or (rows and set(map(len, rows)) != {len(fields)}):
+            raise DataException(f"a row does not fit the {len(fields or ())} fields of struct schema {schema!r}")
+        new = cls.__new__
+        made: list[Struct] = []
+        add = made.append
+        for row in rows:
+            struct = new(cls)
+            struct.schema = schema
+            struct._values = row
+            add(struct)
+        return made
 
     def field_values(self) -> tuple[Any, ...]:
         """Every field's value in field order, as put (defaults not applied)."""

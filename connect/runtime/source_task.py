@@ -229,10 +229,32 @@ class WorkerSourceTask(WorkerTask):
 
     def _send_columns(self, batch: SourceRecordBatch, ack: _BatchAck | None = None) -> bool:
         """A SourceRecordBatch sent without making its records."""
-        stamp = batch.timestamp
-        return self._send_bulk(batch.topic, batch.value_schema, batch.values,
-                               [stamp] * len(batch) if stamp is not None else None, batch.source_partition,
-                               batch.last_offset, ack)
+        stamps = batch.timestamps
+        if stamps is not None:
+            timestamps = _timestamps(list(stamps))
+        else:
+            stamp = batch.timestamp
+            timestamps = [stamp] * len(batch) if stamp is not None else None
+        headers = None
+        if batch.has_headers():
+            try:
+                headers = self._convert_batch_headers(batch)
+            except Exception:  # the general path converts again, with error handling
+                return False
+        return self._send_bulk(batch.topic, batch.value_schema, batch.values, timestamps, batch.source_partition,
+                               batch.last_offset, ack, batch.keys, batch.key_schema, headers)
+
+    def _convert_batch_headers(self, batch: SourceRecordBatch) -> list[tuple[tuple[str, bytes | None], ...]]:
+        """The wire headers of every record of ``batch``: the shared ones converted once, the columns per value."""
+        conv = self.converters.header.from_connect_header
+        topic = batch.topic
+        shared = tuple((h.key, conv(topic, h.key, h.schema, h.value)) for h in batch.headers)
+        if not batch.header_columns:
+            return [shared] * len(batch)
+        columns = [[(name, conv(topic, name, schema, v)) for v in values] for name, schema, values in batch.header_columns]
+        if len(columns) == 1:
+            return [(*shared, pair) for pair in columns[0]]
+        return [shared + pairs for pairs in zip(*columns, strict=True)]
 
     def _send_uniform(self, records: Sequence[SourceRecord]) -> bool:
         """The common list (one topic, source partition and value schema; no keys, headers or partitions)."""
@@ -249,24 +271,31 @@ class WorkerSourceTask(WorkerTask):
 
     def _send_bulk(self, topic: str, schema: Any, values: Sequence[Any], timestamps: list[int] | None,
                    partition: Mapping[str, Any] | None, last_offset: Mapping[str, Any] | None,
-                   ack: _BatchAck | None = None) -> bool:
-        """Unkeyed values of one schema, converted and sent in a few bulk steps.
+                   ack: _BatchAck | None = None, keys: Sequence[Any] | None = None, key_schema: Any = None,
+                   headers: list[tuple[tuple[str, bytes | None], ...]] | None = None) -> bool:
+        """Values of one schema (with their keys of one schema and their converted headers, if any),
+        converted and sent in a few bulk steps.
 
         Returns False, having done nothing, when a conversion fails: the general path then converts
         record by record, with error handling.
         """
         try:
-            if self.converters.key.from_connect_data(topic, None, None, None) is not None:
-                return False
+            if keys is None:
+                if self.converters.key.from_connect_data(topic, None, None, None) is not None:
+                    return False
+                converted_keys = None
+            else:
+                converted_keys = self.converters.key.from_connect_batch(topic, key_schema, keys)
             converted = self.converters.value.from_connect_batch(topic, schema, values)
         except Exception:  # the general path converts again, with error handling
             return False
         if topic not in self._known_topics:
             self._ensure_topic(topic)
         if ack is None:
-            self.producer.send_batch(topic, None, converted, None, timestamps)
+            self.producer.send_batch(topic, None, converted, converted_keys, timestamps, headers)
         else:
-            self.producer.send_batch(topic, None, converted, None, timestamps, on_delivery=ack.delivered(len(converted)))
+            self.producer.send_batch(topic, None, converted, converted_keys, timestamps, headers,
+                                     on_delivery=ack.delivered(len(converted)))
         with self._pending_lock:
             self._mark_offset(partition, last_offset)
         self.records_sent += len(converted)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from connect.api import Schema, SinkRecord, SinkRecordBatch, SourceRecord, SourceRecordBatch, TimestampType
+from connect.api import (
+    Header,
+    Schema,
+    SinkRecord,
+    SinkRecordBatch,
+    SourceRecord,
+    SourceRecordBatch,
+    TimestampType,
+)
 
 PARTITION = {"filename": "/var/log/app.log"}
 S = Schema.STRING_SCHEMA
@@ -115,3 +123,35 @@ def test_extend_appends_the_other_batch_after_these_records() -> None:
     before = list(batch)
     batch.extend(more)
     assert len(batch) == 5 and list(batch) == [*before, *more]
+
+
+def _keyed_batch() -> SourceRecordBatch:
+    return SourceRecordBatch("events", ["a", "b"], value_schema=OS, source_partition=PARTITION,
+                             source_offsets=[{"id": "1-0"}, {"id": "2-0"}], keys=["1-0", "2-0"], key_schema=S,
+                             timestamps=[1, 2], headers=[Header("stream", OS, "events")],
+                             header_columns=[("id", OS, ["1-0", "2-0"]), ("n", Schema.INT32_SCHEMA, [7, 8])])
+
+
+def test_source_batch_with_keys_headers_and_timestamps_reads_as_full_records() -> None:
+    batch = _keyed_batch()
+    assert batch.has_headers() and not source_batch().has_headers()
+    first = batch[0]
+    assert first == SourceRecord(PARTITION, {"id": "1-0"}, "events", None, S, "1-0", OS, "a", 1,
+                                 [Header("stream", OS, "events"), Header("id", OS, "1-0"),
+                                  Header("n", Schema.INT32_SCHEMA, 7)])
+    assert [(r.key, r.timestamp, [h.value for h in r.headers]) for r in batch] == [
+        ("1-0", 1, ["events", "1-0", 7]), ("2-0", 2, ["events", "2-0", 8])]
+    first.headers.add_string("extra", "x")  # a record's headers are its own
+    assert [h.key for h in batch[0].headers] == ["stream", "id", "n"]
+    tail = batch[1:]
+    assert isinstance(tail, SourceRecordBatch) and list(tail) == [batch[1]]
+
+
+@pytest.mark.parametrize(("column", "message"), [
+    ({"keys": ["k"]}, "2 values but 1 keys"),
+    ({"timestamps": [1, 2, 3]}, "2 values but 3 timestamps"),
+    ({"header_columns": [("id", OS, ["x"])]}, "2 values but 1 values of header id"),
+])
+def test_source_batch_refuses_columns_that_do_not_match_the_values(column, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        SourceRecordBatch("t", ["x", "y"], **column)

@@ -35,3 +35,31 @@ def test_the_struct_keeps_its_own_copy_of_the_values():
     made = Struct.of(TEXT, values)
     values[0] = "changed"
     assert made.get("a") == "x"
+
+
+def test_an_equal_schema_built_again_is_not_compared_field_by_field_per_struct(monkeypatch) -> None:
+    """A task restarted (or a second task) builds its own equal schema: the text-only cache must not compare
+    it with the first one's on every Struct."""
+    first = SchemaBuilder.struct().field("a", Schema.OPTIONAL_STRING_SCHEMA).build()
+    Struct.of(first, ["x"])
+    again = SchemaBuilder.struct().field("a", Schema.OPTIONAL_STRING_SCHEMA).build()
+    assert again == first and again is not first
+    compared = []
+    original = Schema._identity
+    monkeypatch.setattr(Schema, "_identity", lambda self: compared.append(self) or original(self))
+    for _ in range(3):
+        assert Struct.of(again, ["y"]).get("a") == "y"
+    assert compared == []
+    with pytest.raises(DataException):  # the cached answer is still the schema's own
+        Struct.of(again, [b"raw"])
+
+
+def test_many_from_valid_values_makes_one_struct_per_row_of_the_schema() -> None:
+    rows = [["x", "y"], ["z", None]]
+    made = Struct.many_from_valid_values(TEXT, rows)
+    assert made == [Struct(TEXT).put("a", "x").put("b", "y"), Struct(TEXT).put("a", "z")]
+    assert made[0].schema is TEXT
+    with pytest.raises(DataException, match="does not fit the 2 fields"):
+        Struct.many_from_valid_values(TEXT, [["x", "y"], ["too short"]])
+    with pytest.raises(DataException, match="does not fit"):
+        Struct.many_from_valid_values(Schema.STRING_SCHEMA, [["x"]])

@@ -243,3 +243,24 @@ def test_a_batch_countdown_reports_once_at_the_last_record_or_the_first_failure(
     failed.record_delivered(None)
     failed.record_delivered(LogError("again"))
     assert [str(r) for r in reports[1:]] == ["gone"]
+
+
+def test_a_keyed_batch_to_a_one_partition_topic_is_appended_as_one_batch(backend) -> None:
+    """Every key's partition is 0: the records keep their keys, headers and timestamps, in one append."""
+    backend.admin().create_topic(NewTopic("one", 1))
+    producer = backend.producer({"linger.ms": "1000"})
+    reports: list[LogError | None] = []
+    appends: list[int] = []
+    original = producer._append
+    producer._append = lambda tp, batch: appends.append(1) or original(tp, batch)
+    producer.send_batch("one", None, [b"a", b"b", b"c"], [b"k1", None, b"k3"], [5, 6, 7],
+                        [(("h", b"1"),), (), (("h", b"3"),)], on_delivery=reports.append)
+    producer.poll(0)
+    assert reports == [None] and appends == [1]  # written at once, not lingering record by record
+    consumer = backend.consumer(None, EARLIEST)
+    consumer.assign([TopicPartition("one", 0)])
+    (fb,) = drain(consumer, 3)
+    assert fb.values == [b"a", b"b", b"c"] and fb.keys == [b"k1", None, b"k3"]
+    assert fb.timestamps == [5, 6, 7] and fb.headers == [(("h", b"1"),), (), (("h", b"3"),)]
+    consumer.close()
+    producer.close()

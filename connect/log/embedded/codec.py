@@ -36,7 +36,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from functools import lru_cache
-from itertools import accumulate, pairwise
+from itertools import accumulate, chain, pairwise
 from typing import Any, NamedTuple
 
 import crc32c
@@ -254,9 +254,9 @@ def encode(
         if len(headers) != n:
             raise ValueError("headers and values differ in length")
         attrs |= ATTR_HEADERS
-        flat = [pair for hdrs in headers for pair in hdrs]
-        hkeys = [k.encode() for k, _ in flat]
-        hvals = [v for _, v in flat]
+        # one pass in C per column: a batch of a source with headers has one or more on every record
+        names, hvals = zip(*chain.from_iterable(headers), strict=True)
+        hkeys = list(map(str.encode, names))
         hvlens, hvnull = _lengths(hvals)
         parts.append(_pack_i32(list(map(len, headers))))
         parts.append(_pack_i32(list(map(len, hkeys))))

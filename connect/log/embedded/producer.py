@@ -183,17 +183,11 @@ class EmbeddedProducer(Producer):
                 self._report(on_delivery, None)
             return
         if partition is None and keys is not None and any(k is not None for k in keys):
-            # keyed records go to their key's partition, one by one
-            each: DeliveryCallback | None = None
-            if on_delivery is not None:
-                countdown = BatchCountdown(len(values), on_delivery)
-
-                def each(err: LogError | None, _metadata: RecordMetadata | None) -> None:
-                    countdown.record_delivered(err)
-            for i, value in enumerate(values):
-                self.send(topic, value, keys[i], None, timestamps[i] if timestamps is not None else None,
-                          headers[i] if headers is not None else None, each)
-            return
+            if self.partitions_for(topic) == 1:
+                partition = 0  # every key's partition: the batch stays one batch
+            else:
+                self._send_keyed(topic, values, keys, timestamps, headers, on_delivery)
+                return
         with self._lock:
             n = self.partitions_for(topic)
             sticky = partition is None
@@ -209,6 +203,20 @@ class EmbeddedProducer(Producer):
                 self._sticky.batch_sent(topic, partition, n)
         if on_delivery is not None:
             self._report(on_delivery, None)  # written to the segment: acknowledged, served by the next poll
+
+    def _send_keyed(self, topic: str, values: Sequence[bytes | None], keys: Sequence[bytes | None],
+                    timestamps: Sequence[int] | None, headers: Sequence[Headers] | None,
+                    on_delivery: BatchDeliveryCallback | None) -> None:
+        """Keyed records of a topic with several partitions go to their key's partition, one by one."""
+        each: DeliveryCallback | None = None
+        if on_delivery is not None:
+            countdown = BatchCountdown(len(values), on_delivery)
+
+            def each(err: LogError | None, _metadata: RecordMetadata | None) -> None:
+                countdown.record_delivered(err)
+        for i, value in enumerate(values):
+            self.send(topic, value, keys[i], None, timestamps[i] if timestamps is not None else None,
+                      headers[i] if headers is not None else None, each)
 
     def _report(self, callback: BatchDeliveryCallback, err: LogError | None) -> None:
         self._done.append((lambda e, _md: callback(e), err, None))
