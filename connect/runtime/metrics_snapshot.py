@@ -10,9 +10,18 @@ from collections.abc import Mapping
 
 import attrs
 
-from connect.log.api import ClientStats
+__all__ = ["ClientMetrics", "ConnectorMetrics", "TaskMetrics", "TaskRestartInfo", "WorkerMetrics"]
 
-__all__ = ["ConnectorMetrics", "TaskMetrics", "TaskRestartInfo", "WorkerMetrics"]
+
+@attrs.frozen
+class ClientMetrics:
+    """A log client's traffic (the topic layer's ``ClientStats``, copied: the REST layer never sees that layer)."""
+
+    client_id: str
+    kind: str  # "producer", "consumer" or "admin"
+    outgoing_bytes: int
+    incoming_bytes: int
+    connections: int | None  # None where the log is not reached over a network
 
 
 @attrs.frozen
@@ -33,7 +42,7 @@ class TaskMetrics:
     counters: Mapping[str, int | float]  # WorkerTask.metrics(): record counts, then the error counters
     partition_lag: Mapping[tuple[str, int], int] = attrs.field(factory=dict)  # sinks: log end - committed
     restart: TaskRestartInfo | None = None
-    clients: tuple[ClientStats, ...] = ()  # the task's producer or consumer, and its dead letter queue's
+    clients: tuple[ClientMetrics, ...] = ()  # the task's producer or consumer, and its dead letter queue's
 
 
 @attrs.frozen
@@ -53,4 +62,4 @@ class WorkerMetrics:
     tasks: tuple[TaskMetrics, ...]
     startup: Mapping[str, int]  # connector_startup_attempts, ..._success, ..._failure; task_startup_*
     rebalance: Mapping[str, int | float] | None = None  # distributed mode only
-    clients: tuple[ClientStats, ...] = ()  # the worker's own log clients (its shared admin)
+    clients: tuple[ClientMetrics, ...] = ()  # the worker's own log clients (its shared admin)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from connect.api.connector import (
@@ -27,7 +27,7 @@ from connect.api.connector import (
 from connect.api.converter import Converter, HeaderConverter
 from connect.api.errors import ConfigException, ConnectException
 from connect.api.topic_partition import TopicPartition
-from connect.log.api import LogBackend, NewTopic
+from connect.log.api import ClientStats, LogBackend, NewTopic
 from connect.runtime.clock import SYSTEM_CLOCK, Clock
 from connect.runtime.config_transformer import ConfigTransformer
 from connect.runtime.connector_config import (
@@ -43,7 +43,13 @@ from connect.runtime.exactly_once_source_task import ExactlyOnceWorkerSourceTask
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
 from connect.runtime.kafka_class_names import kafka_class_name
 from connect.runtime.log_end_offsets import LogEndOffsets
-from connect.runtime.metrics_snapshot import ConnectorMetrics, TaskMetrics, TaskRestartInfo, WorkerMetrics
+from connect.runtime.metrics_snapshot import (
+    ClientMetrics,
+    ConnectorMetrics,
+    TaskMetrics,
+    TaskRestartInfo,
+    WorkerMetrics,
+)
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offset_topics import OffsetTopics
 from connect.runtime.offsets import ConnectorOffsetReader, OffsetStore
@@ -472,7 +478,7 @@ class Worker:
             out_tasks.append(TaskMetrics(
                 tid.connector, tid.task, "source" if isinstance(task, WorkerSourceTask) else "sink",
                 states[tid], counters, lags.get(tid, {}), restarts(tid) if restarts is not None else None,
-                task.client_stats()))
+                client_metrics(task.client_stats())))
         out_connectors = []
         for wc in connectors:
             st = self.status.connector(wc.name)
@@ -488,7 +494,7 @@ class Worker:
                                                        by_connector.get(name, {})))
         admin = self._admin.stats() if self._admin is not None else None
         return WorkerMetrics(self.worker_id, tuple(out_connectors), tuple(out_tasks), dict(self.startup_counts),
-                             clients=(admin,) if admin is not None else ())
+                             clients=client_metrics((admin,) if admin is not None else ()))
 
     def _sink_topics(self) -> set[str]:
         """The topics of the partitions this worker's sink tasks have committed offsets for."""
@@ -529,6 +535,11 @@ class Worker:
         self._log_ends.close()
         if self._admin is not None:
             self._admin.close()
+
+
+def client_metrics(stats: Iterable[ClientStats]) -> tuple[ClientMetrics, ...]:
+    """Log clients' traffic as the metrics snapshot carries it."""
+    return tuple(ClientMetrics(s.client_id, s.kind, s.outgoing_bytes, s.incoming_bytes, s.connections) for s in stats)
 
 
 def _version(connector: Connector) -> str:

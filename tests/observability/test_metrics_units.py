@@ -12,7 +12,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from connect.log.api import ClientStats
 from connect.log.kafka.client_stats import DEFAULT_STATISTICS_INTERVAL_MS, LibrdkafkaStatistics
 from connect.runtime.herder import ConnectorTaskId, State
-from connect.runtime.metrics_snapshot import ConnectorMetrics, TaskMetrics, TaskRestartInfo, WorkerMetrics
+from connect.runtime.metrics_snapshot import (
+    ClientMetrics,
+    ConnectorMetrics,
+    TaskMetrics,
+    TaskRestartInfo,
+    WorkerMetrics,
+)
 from connect.runtime.status import Status, StatusStore
 from connect.runtime.task_restarter import TaskAutoRestarter, TaskRestartPolicy
 from rest import create_app
@@ -128,7 +134,7 @@ def test_fast_rendering_is_byte_for_byte_what_generate_latest_writes() -> None:
         + (TaskMetrics("s", 0, "sink", "RUNNING", SPARK_PROGRESS),),
         {"connector_startup_attempts": 3, "connector_startup_failure": 1}, {"completed_rebalances": 2, "epoch": 5,
                                                                            "rebalancing": 0},
-        clients=(ClientStats('odd "client"', "producer", 10, 2, 1), ClientStats("a", "admin", 1, 2, None)))
+        clients=(ClientMetrics('odd "client"', "producer", 10, 2, 1), ClientMetrics("a", "admin", 1, 2, None)))
     registry = CollectorRegistry(auto_describe=False)
     collector = HerderMetricsCollector(herder)
     registry.register(collector)
@@ -160,13 +166,13 @@ def test_spark_sink_progress_becomes_headrace_spark_sink_series() -> None:
 
 def test_client_traffic_becomes_kafka_client_series_named_as_strimzi_names_them() -> None:
     herder = SnapshotHerder()
-    producer = ClientStats("connector-producer-s-0", "producer", 1200, 80, 2)
-    dlq = ClientStats("connector-dlq-producer-s-0", "producer", 50, 0, None)  # the embedded log: no connections
-    consumer = ClientStats("connector-consumer-k-0", "consumer", 90, 4000, 1)
+    producer = ClientMetrics("connector-producer-s-0", "producer", 1200, 80, 2)
+    dlq = ClientMetrics("connector-dlq-producer-s-0", "producer", 50, 0, None)  # the embedded log: no connections
+    consumer = ClientMetrics("connector-consumer-k-0", "consumer", 90, 4000, 1)
     herder.snapshot = WorkerMetrics(
         "w1", (), (TaskMetrics("s", 0, "source", "RUNNING", {}, clients=(producer, dlq)),
                    TaskMetrics("k", 0, "sink", "RUNNING", {}, clients=(consumer,))), {},
-        clients=(ClientStats("connect-shared-admin", "admin", 10, 20, 0),))
+        clients=(ClientMetrics("connect-shared-admin", "admin", 10, 20, 0),))
     fams = _families(herder)
     out = {(s.labels["clientid"], s.value) for s in fams["kafka_producer_outgoing_byte"]}
     assert out == {("connector-producer-s-0", 1200), ("connector-dlq-producer-s-0", 50)}

@@ -53,7 +53,7 @@ from connect.runtime.offset_admin import (
     sink_offsets,
     source_offsets,
 )
-from connect.runtime.worker import Worker
+from connect.runtime.worker import Worker, client_metrics
 
 __all__ = ["DistributedHerder"]
 
@@ -263,8 +263,8 @@ class DistributedHerder(AbstractHerder):
         rebalance = {"completed_rebalances": self.cluster.rebalances, "epoch": self.cluster.generation,
                      "rebalancing": 0 if self.cluster.ready else 1}
         # the worker's internal topics' clients, named as Kafka Connect names them (<group.id>-configs, ...)
-        clients = (*snapshot.clients, *self.store.client_stats(), *self.status.client_stats(),
-                   *self.worker.offset_store.client_stats())
+        clients = (*snapshot.clients, *client_metrics((*self.store.client_stats(), *self.status.client_stats(),
+                                                         *self.worker.offset_store.client_stats())))
         return attrs.evolve(snapshot, rebalance=rebalance, clients=clients)
 
     def restart_task(self, task: ConnectorTaskId) -> None:
