@@ -45,7 +45,8 @@ from connect.api import AbstractConfig, ConfigDef, ConfigValue, ConnectException
 from spark_sinks.avro_values import AvroValues, avro_registry_url
 from spark_sinks.config import MAX_OFFSETS_PER_TRIGGER, TRIGGER_INTERVAL_MS, is_truthy, topics_of
 from spark_sinks.connector import SparkSinkConnector
-from spark_sinks.hdfs_config import FORMATS, PARTITIONERS, format_of, hdfs_def, partitioner_of
+from spark_sinks.hdfs_config import COMPRESSIONS, FORMATS, PARTITIONERS, format_of, hdfs_def, partitioner_of
+from spark_sinks.path_template import PathTemplate
 from spark_sinks.task import SparkSinkTask
 
 __all__ = ["HdfsSparkSink", "HdfsSparkSinkTask", "check_reachable"]
@@ -53,7 +54,14 @@ __all__ = ["HdfsSparkSink", "HdfsSparkSinkTask", "check_reachable"]
 log = logging.getLogger(__name__)
 
 TMP_DIR = "+tmp"
-_FILE_NAME = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)\+(?P<partition>\d+)\+(?P<start>\d+)\+(?P<end>\d+)\.\w+$")
+_DIR = "_dir"  # the column of each record's folder, with a path template
+
+
+def file_name_pattern(prefix: str = "", suffix: str | None = None) -> re.Pattern[str]:
+    """Committed file names: ``<prefix><topic>+<partition>+<start>+<end><suffix>`` (default suffix: .ext)."""
+    end = re.escape(suffix) if suffix is not None else r"\.\w+(?:\.\w+)?"
+    return re.compile(rf"^{re.escape(prefix)}(?P<topic>[A-Za-z0-9._-]+)\+(?P<partition>\d+)\+(?P<start>\d+)"
+                      rf"\+(?P<end>\d+){end}$")
 
 
 def check_reachable(url: str, timeout: float = 5.0) -> None:
@@ -113,7 +121,18 @@ class HdfsSparkSinkTask(SparkSinkTask):
         self.url = str(self.config.get("hdfs.url")).rstrip("/")
         self.topics_dir = "/" + str(self.config.get("topics.dir")).strip("/")
         self.format = format_of(props)
-        self.ext = FORMATS[self.format]
+        self.compression = str(self.config.get("compression")).lower()
+        if self.compression != "none" and self.format not in ("text", "json"):
+            raise ConnectException(f"compression={self.compression} is for text and json files; {self.format} "
+                                   "files use their own codec")
+        suffix = self.config.get("file.suffix")
+        self.prefix = str(self.config.get("file.prefix") or "")
+        self.suffix = str(suffix) if suffix is not None else f".{FORMATS[self.format]}{COMPRESSIONS[self.compression]}"
+        self.file_name = file_name_pattern(self.prefix, self.suffix)
+        template = str(self.config.get("path.template") or "").strip()
+        self.template = PathTemplate(template) if template else None
+        self.ts_header = str(self.config.get("timestamp.header") or "timestamp")
+        self.round_ms = int(self.config.get("timestamp.round.ms") or 0)
         self.partitioner, self.path_format = partitioner_of(props)
         self.fields = [f for f in self.config.get_list("partition.field.name") if f]
         self.extractor = str(self.config.get("timestamp.extractor")).lower()
@@ -143,7 +162,7 @@ class HdfsSparkSinkTask(SparkSinkTask):
         conf = spark._jsc.hadoopConfiguration()
         try:
             self._fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI(self.url), conf)
-            self._fs.mkdirs(self._path(self.url + self.topics_dir))
+            self._fs.mkdirs(self._path(self.url + (self.template.static_root() if self.template else self.topics_dir)))
         except Exception as exc:
             raise ConnectException(f"HDFS at {self.url} cannot be used: {_java_message(exc)}") from exc
 
@@ -152,8 +171,10 @@ class HdfsSparkSinkTask(SparkSinkTask):
         """The highest end offset in committed file names, per topic and partition."""
         topics, regex = topics_of(self.props)
         rx = re.compile(regex) if regex else None
-        root = self._path(self.url + self.topics_dir)
         found: dict[str, dict[str, int]] = {}
+        if self.template is not None:
+            return self._committed_below(self._path(self.url + self.template.static_root()), topics, rx)
+        root = self._path(self.url + self.topics_dir)
         if not self._fs.exists(root):
             return found
         for st in self._fs.listStatus(root):
@@ -162,10 +183,23 @@ class HdfsSparkSinkTask(SparkSinkTask):
                 continue
             files = self._fs.listFiles(st.getPath(), True)
             while files.hasNext():
-                m = _FILE_NAME.match(files.next().getPath().getName())
+                m = self.file_name.match(files.next().getPath().getName())
                 if m and m.group("topic") == topic:
                     parts = found.setdefault(topic, {})
                     parts[m.group("partition")] = max(parts.get(m.group("partition"), -1), int(m.group("end")))
+        return found
+
+    def _committed_below(self, root: Any, topics: list[str], rx: re.Pattern[str] | None) -> dict[str, dict[str, int]]:
+        """With a path template the topics share folders: every file name below the template's root counts."""
+        found: dict[str, dict[str, int]] = {}
+        if not self._fs.exists(root):
+            return found
+        files = self._fs.listFiles(root, True)
+        while files.hasNext():
+            m = self.file_name.match(files.next().getPath().getName())
+            if m and ((rx and rx.fullmatch(m.group("topic"))) or m.group("topic") in topics):
+                parts = found.setdefault(m.group("topic"), {})
+                parts[m.group("partition")] = max(parts.get(m.group("partition"), -1), int(m.group("end")))
         return found
 
     def recovered_starting_offsets(self, spark: Any) -> str | None:
@@ -248,11 +282,13 @@ class HdfsSparkSinkTask(SparkSinkTask):
         starts = F.create_map(*[x for (t, p), (lo, _) in ranges.items() for x in (F.lit(f"{t}:{p}"), F.lit(lo))])
         ends = F.create_map(*[x for (t, p), (_, hi) in ranges.items() for x in (F.lit(f"{t}:{p}"), F.lit(hi))])
         out = shaped.withColumn("_start", starts[lookup]).withColumn("_end", ends[lookup]).drop("offset")
-        tmp = f"{self.url}{self.topics_dir}/{TMP_DIR}/{self.name}/{batch_id}"
+        tmp = f"{self._tmp_root()}/{batch_id}"
         writer = (out.write.mode("overwrite").partitionBy(*keys, "_start", "_end")
                   .option("maxRecordsPerFile", 0)
                   # tasks commit straight into the temporary folder: the renames below are the real commit
                   .option("mapreduce.fileoutputcommitter.algorithm.version", "2"))
+        if self.format in ("text", "json"):
+            writer = writer.option("compression", self.compression)
         if self.format == "avro":
             writer.format("avro").save(tmp)
         elif self.format == "parquet":
@@ -340,7 +376,16 @@ class HdfsSparkSinkTask(SparkSinkTask):
             self.count("records_dead_lettered", len(bad))
         return base.where(valid)
 
+    def _tmp_root(self) -> str:
+        """Where Spark writes a batch before the renames: with a path template, below logs.dir, so that no
+        folder of the template's tree holds files that are not committed yet."""
+        if self.template is not None:
+            return f"{self.url}/{str(self.config.get('logs.dir')).strip('/')}/{self.name}/{TMP_DIR}"
+        return f"{self.url}{self.topics_dir}/{TMP_DIR}/{self.name}"
+
     def _partition_columns(self) -> list[str]:
+        if self.template is not None:
+            return [_DIR]
         if self.partitioner == "time":
             return [name for name, _ in self.path_format]
         if self.partitioner == "field":
@@ -354,20 +399,42 @@ class HdfsSparkSinkTask(SparkSinkTask):
         if field is None:
             def field(name: str) -> Any:
                 return F.get_json_object("_value", f"$.{name}")
-        if self.partitioner == "field":
+        if self.template is None and self.partitioner == "field":
             return [field(f).alias(f) for f in self.fields]
-        if self.partitioner != "time":
+        if self.template is None and self.partitioner != "time":
             return []
+        if self.template is not None and not self.template.uses_time:
+            return [self.template.column(None, self._header).alias(_DIR)]
         if self.extractor == "wallclock":
             ts = F.current_timestamp()
         elif self.extractor == "recordfield":
             raw = field(self.ts_field)
             ts = F.coalesce(F.timestamp_millis(raw.try_cast("long")), F.try_to_timestamp(raw))
+        elif self.extractor == "header":
+            millis = self._header(self.ts_header).try_cast("long")
+            reason = F.format_string("%s-%d@%d: no header %s with the time in epoch ms, which timestamp.extractor="
+                                     "Header needs", "topic", "partition", "offset", F.lit(self.ts_header))
+            ts = F.when(millis.isNotNull(), F.timestamp_millis(millis)).otherwise(F.raise_error(reason))
         else:
             ts = F.col("timestamp")
         session_tz = spark.conf.get("spark.sql.session.timeZone")
         local = F.from_utc_timestamp(F.to_utc_timestamp(ts, session_tz), self.timezone)
+        if self.round_ms:
+            # down to a multiple of round_ms since local midnight, as Flume's hdfs.round does for its unit
+            midnight = F.date_trunc("day", local)
+            since = F.unix_millis(local) - F.unix_millis(midnight)
+            local = F.timestamp_millis(F.unix_millis(midnight) + F.floor(since / self.round_ms) * self.round_ms)
+        if self.template is not None:
+            return [self.template.column(local, self._header).alias(_DIR)]
         return [F.date_format(local, pattern).alias(name) for name, pattern in self.path_format]
+
+    @staticmethod
+    def _header(name: str) -> Any:
+        """The value of the record's (last) header ``name`` as text, or null."""
+        from pyspark.sql import functions as F
+
+        values = F.filter("headers", lambda h: h["key"] == F.lit(name))
+        return F.when(F.size(values) > 0, F.element_at(values, -1)["value"].cast("string"))
 
     def _batch_schema(self, spark: Any, shaped: Any) -> Any:
         from pyspark.sql.types import StructType
@@ -430,8 +497,11 @@ class HdfsSparkSinkTask(SparkSinkTask):
         partition = int(dirs[1].split("=", 1)[1])
         start = int(dirs[-2].split("=", 1)[1])
         end = int(dirs[-1].split("=", 1)[1])
+        name = f"{self.prefix}{topic}+{partition}+{start:0{self.pad}d}+{end:0{self.pad}d}{self.suffix}"
+        if self.template is not None:
+            folder = _unescape(dirs[2].split("=", 1)[1]).rstrip("/")
+            return f"{self.url}{folder}/{name}"
         folders = dirs[2:-2] if self.partitioner != "default" else [dirs[1]]
-        name = f"{topic}+{partition}+{start:0{self.pad}d}+{end:0{self.pad}d}.{self.ext}"
         return "/".join([f"{self.url}{self.topics_dir}", topic, *folders, name])
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from connect.cli.exit import CliError
 from connect.cli.flume_exec import ExecCommand, ExecCommands
+from connect.cli.flume_hdfs import default_fs_from_hadoop_conf, hdfs_sink
 
 __all__ = ["AgentTranslation", "add_parser", "translate"]
 
@@ -49,9 +50,10 @@ _CHANNEL_KEYS = {
 class AgentTranslation:
     """The worker config and the connector configs derived from one agent."""
 
-    def __init__(self, agent: str, work: Path) -> None:
+    def __init__(self, agent: str, work: Path, default_fs: str | None = None) -> None:
         self.agent = agent
         self.work = work
+        self.default_fs = default_fs  # the HDFS that an hdfs sink's path without hdfs://host means
         self.connectors: list[dict[str, str]] = []
         self.commands: list[ExecCommand] = []
         self.problems: list[str] = []
@@ -223,12 +225,14 @@ def _logger(c: _Component, conn: dict[str, str]) -> None:
         conn["max.body.bytes"] = size
 
 
+def _hdfs(c: _Component, conn: dict[str, str]) -> None:
+    hdfs_sink(c, conn, c.out.refuse, c.out.default_fs)
+
+
 _SINKS: dict[str, Callable[[_Component, dict[str, str]], None]] = {
-    "file_roll": _file_roll, "logger": _logger,
+    "file_roll": _file_roll, "logger": _logger, "hdfs": _hdfs, "org.apache.flume.sink.hdfs.HDFSEventSink": _hdfs,
 }
 _MISSING_SINKS = {
-    "hdfs": "not translated yet; run an HdfsSparkSink connector on the channel's topic (see the README's Spark "
-            "sinks), or use --print-connectors for the other parts",
     "kafka": "run Headrace on Kafka instead (-c a worker config with bootstrap.servers): every channel is then a "
              "Kafka topic, named <agent>.<source>",
     "avro": "send to the next hop's Headrace worker directly: give the upstream client that worker's address",
@@ -338,10 +342,12 @@ class _Multiplexing:
         return out
 
 
-def translate(props: Mapping[str, str], agent: str, work: Path | None = None) -> AgentTranslation:
+def translate(props: Mapping[str, str], agent: str, work: Path | None = None,
+              default_fs: str | None = None) -> AgentTranslation:
     """The Headrace connectors of agent ``agent`` (and the commands of its exec sources, whose output goes
-    below ``work``); ``problems`` lists every key that cannot be honoured."""
-    out = AgentTranslation(agent, work or Path(f"headrace-flume-{agent}").resolve())
+    below ``work``); ``problems`` lists every key that cannot be honoured. ``default_fs`` is the HDFS an hdfs
+    sink's path without a host is on (Hadoop's fs.defaultFS)."""
+    out = AgentTranslation(agent, work or Path(f"headrace-flume-{agent}").resolve(), default_fs)
     top = f"{agent}."
     if not any(k.startswith(top) for k in props):
         out.problems.append(f"no key starts with '{top}': is --name the agent's name in the file?")
@@ -407,7 +413,7 @@ def translate(props: Mapping[str, str], agent: str, work: Path | None = None) ->
         build = _SINKS.get(kind)
         if build is None:
             out.refuse(c.prefix + "type", kind or "(missing)", "unknown sink type; Headrace translates "
-                       + ", ".join(sorted(_SINKS)))
+                       + ", ".join(sorted(k for k in _SINKS if "." not in k)))
             continue
         if channel not in channel_topics:
             out.refuse(c.prefix + "channel", channel or "(missing)", f"a sink reads one channel (singular) of "
@@ -445,7 +451,7 @@ def _load(path: str) -> dict[str, str]:
         raise CliError(f"cannot read {path}: {exc}") from None
 
 
-def _worker_props(args: argparse.Namespace, work: Path) -> dict[str, str]:
+def _worker_props(args: argparse.Namespace, work: Path, spark: bool = False) -> dict[str, str]:
     props = {
         "embedded.log.dir": str(work / "data"),
         "offset.storage.file.filename": str(work / "connect.offsets"),
@@ -454,6 +460,8 @@ def _worker_props(args: argparse.Namespace, work: Path) -> dict[str, str]:
         "value.converter": BYTES,
         "listeners": "",
     }
+    if spark:
+        props["task.shutdown.graceful.timeout.ms"] = "30000"  # a Spark query takes seconds to stop
     if args.worker_config:
         props.update(_load(args.worker_config))
     return props
@@ -473,7 +481,8 @@ def _run(args: argparse.Namespace) -> int:
     from connect.logging_setup import configure_logging
 
     work = Path(args.work_dir or f"headrace-flume-{args.name}").resolve()
-    translation = translate(_load(args.conf_file), args.name, work)
+    default_fs = args.default_fs or default_fs_from_hadoop_conf()
+    translation = translate(_load(args.conf_file), args.name, work, default_fs)
     if translation.problems:
         return fail("\nERROR ".join(f"{args.conf_file}: {p}" for p in translation.problems))
     if args.print_connectors:
@@ -484,7 +493,8 @@ def _run(args: argparse.Namespace) -> int:
                              indent=2))
         return 0
     work.mkdir(parents=True, exist_ok=True)
-    worker = _write(work / "worker.properties", _worker_props(args, work))
+    spark = any(c.get("connector.class") == "HdfsSparkSink" for c in translation.connectors)
+    worker = _write(work / "worker.properties", _worker_props(args, work, spark))
     files = [str(_write(work / f"{c['name']}.properties", c)) for c in translation.connectors]
     configure_logging()
     from connect.cli.standalone import StandaloneRuntime
@@ -505,6 +515,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--print-connectors", action="store_true",
                    help="print the Headrace connector configs derived from the agent, then exit")
     p.add_argument("--work-dir", help="where the worker keeps its log and offsets (default ./headrace-flume-<name>)")
+    p.add_argument("--default-fs", help="the HDFS of hdfs sink paths without hdfs://host:port (Hadoop's "
+                   "fs.defaultFS; default: from $HADOOP_CONF_DIR/core-site.xml)")
     p.add_argument("-c", "--worker-config", help="a worker .properties file to start from (e.g. to run on Kafka)")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(handler=_run)

@@ -208,3 +208,132 @@ def test_keys_it_cannot_honour_are_refused_naming_them(tmp_path):
     for key in ("a1.sources.r1.command = (missing)", "a1.sources.r1.charset = ISO-8859-1",
                 "a1.sources.r2.interceptors.u.type = uuid", "a1.sources.r2.selector.mapping.X = c9: channel 'c9'"):
         assert key in problems, problems
+
+
+# --- the hdfs sink ------------------------------------------------------------------------------------------
+
+HDFS_GUIDE = """
+    a1.sources = r1
+    a1.channels = c1
+    a1.sinks = k1
+    a1.sources.r1.type = avro
+    a1.sources.r1.bind = 0.0.0.0
+    a1.sources.r1.port = 4141
+    a1.sources.r1.channels = c1
+    a1.channels.c1.type = memory
+    # the User Guide's HDFS sink example
+    a1.sinks.k1.type = hdfs
+    a1.sinks.k1.channel = c1
+    a1.sinks.k1.hdfs.path = /flume/events/%y-%m-%d/%H%M/%S
+    a1.sinks.k1.hdfs.filePrefix = events-
+    a1.sinks.k1.hdfs.round = true
+    a1.sinks.k1.hdfs.roundValue = 10
+    a1.sinks.k1.hdfs.roundUnit = minute
+    a1.sinks.k1.hdfs.fileType = DataStream
+"""
+
+
+def _hdfs_translate(tmp_path: Path, text: str, default_fs: str | None = "hdfs://nn:8020"):
+    conf = tmp_path / "flume.conf"
+    conf.write_text(textwrap.dedent(text))
+    return translate(load_config_file(str(conf)), "a1", tmp_path / "work", default_fs)
+
+
+def _valid_hdfs_config(conn: dict[str, str]) -> None:
+    """The derived config passes HdfsSparkSink's own checks (its ConfigDef, partitioner and template)."""
+    from connect.api import AbstractConfig
+    from spark_sinks.hdfs_config import hdfs_def
+    from spark_sinks.path_template import PathTemplate
+
+    config = AbstractConfig(hdfs_def(), conn)
+    PathTemplate(str(config.get("path.template")))
+
+
+def test_the_user_guides_hdfs_sink_becomes_an_hdfs_spark_sink_with_a_path_template(tmp_path):
+    t = _hdfs_translate(tmp_path, HDFS_GUIDE)
+    assert t.problems == []
+    sink = _by_name(t)["a1-k1"]
+    _valid_hdfs_config(sink)
+    assert sink["connector.class"] == "HdfsSparkSink" and sink["topics"] == "a1.r1"
+    assert sink["hdfs.url"] == "hdfs://nn:8020" and sink["format"] == "text"
+    assert sink["path.template"] == "/flume/events/{time:yy}-{time:MM}-{time:dd}/{time:HH}{time:mm}/{time:ss}"
+    # the time is the event's timestamp header, rounded down to 10 minutes
+    assert sink["timestamp.extractor"] == "Header" and sink["timestamp.header"] == "timestamp"
+    assert sink["timestamp.round.ms"] == "600000"
+    assert sink["file.prefix"] == "events-." and sink["file.suffix"] == ""
+
+
+def test_a_full_url_header_escapes_local_time_codec_and_rolls(tmp_path):
+    t = _hdfs_translate(tmp_path, HDFS_GUIDE.replace("/flume/events/%y-%m-%d/%H%M/%S",
+                                                     "hdfs://other:9000/logs/%{app}/%Y%m%d/%[localhost]")
+                        .replace("a1.sinks.k1.hdfs.fileType = DataStream", """
+    a1.sinks.k1.hdfs.fileType = CompressedStream
+    a1.sinks.k1.hdfs.codeC = gzip
+    a1.sinks.k1.hdfs.useLocalTimeStamp = true
+    a1.sinks.k1.hdfs.timeZone = Europe/Berlin
+    a1.sinks.k1.hdfs.rollInterval = 5
+    a1.sinks.k1.hdfs.rollCount = 5000
+    a1.sinks.k1.hdfs.rollSize = 0
+    a1.sinks.k1.hdfs.batchSize = 100
+    a1.sinks.k1.hdfs.fileSuffix = .log.gz
+    """), default_fs=None)
+    assert t.problems == []
+    sink = _by_name(t)["a1-k1"]
+    _valid_hdfs_config(sink)
+    import socket
+
+    assert sink["hdfs.url"] == "hdfs://other:9000"
+    assert sink["path.template"] == "/logs/{header:app}/{time:yyyy}{time:MM}{time:dd}/" + socket.gethostname()
+    assert sink["timestamp.extractor"] == "Wallclock" and sink["timezone"] == "Europe/Berlin"
+    assert sink["compression"] == "gzip" and sink["file.suffix"] == ".log.gz"
+    assert sink["rotate.interval.ms"] == "5000" and sink["flush.size"] == "5000"
+
+
+def test_without_a_suffix_a_compressed_file_gets_the_codecs_extension_and_no_time_needs_no_header(tmp_path):
+    t = _hdfs_translate(tmp_path, HDFS_GUIDE.replace("/flume/events/%y-%m-%d/%H%M/%S", "/flat/%{host}")
+                        .replace("DataStream", "CompressedStream\na1.sinks.k1.hdfs.codeC = "
+                                 "org.apache.hadoop.io.compress.BZip2Codec"))
+    assert t.problems == []
+    sink = _by_name(t)["a1-k1"]
+    assert sink["file.suffix"] == ".bz2" and sink["compression"] == "bzip2"
+    assert "timestamp.extractor" not in sink and sink["path.template"] == "/flat/{header:host}"
+
+
+def test_hdfs_keys_it_cannot_honour_are_refused_one_line_each(tmp_path):
+    t = _hdfs_translate(tmp_path, HDFS_GUIDE.replace("a1.sinks.k1.hdfs.fileType = DataStream", """
+    a1.sinks.k1.hdfs.rollSize = 1024
+    a1.sinks.k1.hdfs.roundValue = 7
+    a1.sinks.k1.hdfs.filePrefix = ev-%H
+    a1.sinks.k1.hdfs.kerberosPrincipal = flume/_HOST@EXAMPLE
+    a1.sinks.k1.serializer = avro_event
+    a1.sinks.k1.hdfs.pth = /typo
+    """).replace("a1.sinks.k1.hdfs.filePrefix = events-\n", ""))
+    problems = t.problems
+    expected = ["a1.sinks.k1.hdfs.fileType = SequenceFile (Flume's default): SequenceFiles are not written",
+                "a1.sinks.k1.hdfs.rollSize = 1024: files are sized by events",
+                "a1.sinks.k1.hdfs.roundValue = 7: a divisor of 60",
+                "a1.sinks.k1.hdfs.filePrefix = ev-%H: escapes",
+                "a1.sinks.k1.hdfs.kerberosPrincipal = flume/_HOST@EXAMPLE: give Spark the Hadoop security",
+                "a1.sinks.k1.serializer = avro_event: only TEXT",
+                "a1.sinks.k1.hdfs.pth = /typo: not a key Headrace knows for a hdfs sink"]
+    for line in expected:
+        assert sum(p.startswith(line) for p in problems) == 1, (line, problems)
+    assert len(problems) == len(expected), problems
+
+
+def test_hdfs_paths_it_cannot_translate_are_refused_naming_the_escape(tmp_path):
+    for path, reason in [("/x/%s", "the escape %s is not translated"), ("/x/%[host]", "%[host] is not one of"),
+                         ("/x/{y}", "a literal '{'"), ("s3a://bucket/x", "an hdfs://host[:port]/path URL")]:
+        t = _hdfs_translate(tmp_path, HDFS_GUIDE.replace("/flume/events/%y-%m-%d/%H%M/%S", path))
+        assert [p for p in t.problems if reason in p and p.startswith("a1.sinks.k1.hdfs.path")], (path, t.problems)
+    t = _hdfs_translate(tmp_path, HDFS_GUIDE, default_fs=None)
+    assert any(p.startswith("a1.sinks.k1.hdfs.path = /flume/events/") and "--default-fs" in p for p in t.problems)
+
+
+def test_the_default_fs_comes_from_hadoop_conf_dirs_core_site(tmp_path):
+    from connect.cli.flume_hdfs import default_fs_from_hadoop_conf
+
+    (tmp_path / "core-site.xml").write_text("<configuration><property><name>fs.defaultFS</name>"
+                                            "<value>hdfs://nn.example:8020</value></property></configuration>")
+    assert default_fs_from_hadoop_conf({"HADOOP_CONF_DIR": str(tmp_path)}) == "hdfs://nn.example:8020"
+    assert default_fs_from_hadoop_conf({}) is None
