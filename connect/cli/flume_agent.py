@@ -114,14 +114,14 @@ def _avro(c: _Component, conn: dict[str, str]) -> None:
 
 
 def _http(c: _Component, conn: dict[str, str]) -> None:
-    conn["connector.class"] = "HttpSource"
+    # Flume's events, headers and body, as the avro source makes them (HttpSource would make log events)
+    conn["connector.class"] = "FlumeHttpSource"
     conn["listeners"] = _listener(c, "http")
     handler = c.get("handler", "org.apache.flume.source.http.JSONHandler")
     if handler != "org.apache.flume.source.http.JSONHandler":
         c.out.refuse(c.prefix + "handler", str(handler), "only Flume's JSONHandler format is read (HttpSource also "
                      "takes NDJSON and single JSON objects)")
-    conn["value.converter"] = JSON
-    conn["value.converter.schemas.enable"] = "false"
+    conn["value.converter"] = BYTES
 
 
 def _syslog(scheme: str) -> Callable[[_Component, dict[str, str]], None]:
@@ -251,13 +251,23 @@ def _host_value(use_ip: bool) -> str:
         return "127.0.0.1"
 
 
+# the Builder class names the User Guide's examples also use, as their short names
+_INTERCEPTOR_CLASSES = {
+    "org.apache.flume.interceptor.HostInterceptor$Builder": "host",
+    "org.apache.flume.interceptor.TimestampInterceptor$Builder": "timestamp",
+    "org.apache.flume.interceptor.StaticInterceptor$Builder": "static",
+    "org.apache.flume.interceptor.RegexFilteringInterceptor$Builder": "regex_filter",
+}
+
+
 def _interceptors(c: _Component, conn: dict[str, str]) -> None:
     names = _split(c.get("interceptors"))
     transforms: list[str] = []
     predicates: list[str] = []
     for name in names:
         prefix = f"interceptors.{name}."
-        kind = c.get(prefix + "type")
+        given = c.get(prefix + "type")
+        kind = _INTERCEPTOR_CLASSES.get(str(given), given)
         t = f"transforms.{name}."
         if kind in ("static", "host"):
             if kind == "static":
@@ -269,12 +279,17 @@ def _interceptors(c: _Component, conn: dict[str, str]) -> None:
                 value = _host_value((c.get(prefix + "useIP", "true") or "").lower() != "false")
                 preserve_default = "false"
             preserve = c.get(prefix + "preserveExisting", preserve_default)
-            if preserve and preserve.lower() == "true":
-                c.out.refuse(c.prefix + prefix + "preserveExisting", preserve, "InsertHeader adds the header beside "
-                             "any the event has; set preserveExisting = false to accept that")
             conn[t + "type"] = "InsertHeader"
             conn[t + "header"] = key
             conn[t + "value.literal"] = value
+            if preserve and preserve.lower() == "true":
+                # only events without the header get it: InsertHeader behind a negated HasHeaderKey
+                gate = f"{name}-has-{key}"
+                conn[t + "predicate"] = gate
+                conn[t + "negate"] = "true"
+                conn[f"predicates.{gate}.type"] = "HasHeaderKey"
+                conn[f"predicates.{gate}.name"] = key
+                predicates.append(gate)
         elif kind == "timestamp":
             conn[t + "type"] = "InsertTimestampHeader"
             conn[t + "header"] = c.get(prefix + "headerName", "timestamp") or "timestamp"
@@ -290,7 +305,7 @@ def _interceptors(c: _Component, conn: dict[str, str]) -> None:
             conn[f"predicates.{name}.pattern"] = regex
             predicates.append(name)
         else:
-            c.out.refuse(c.prefix + prefix + "type", str(kind), "Headrace translates the static, host, timestamp "
+            c.out.refuse(c.prefix + prefix + "type", str(given), "Headrace translates the static, host, timestamp "
                          "and regex_filter interceptors; use a Headrace transform on the connector from "
                          "--print-connectors instead")
             continue

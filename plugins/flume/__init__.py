@@ -1,7 +1,8 @@
-"""Flume compatibility: Flume's Avro RPC and netcat sources, and the file_roll and logger sinks a Flume agent config
-names."""
+"""Flume compatibility: Flume's Avro RPC, HTTP (JSONHandler) and netcat sources, and the file_roll and logger
+sinks a Flume agent config names."""
 
 from plugins.flume.avro_source import FlumeAvroSourceConnector, FlumeAvroSourceTask
+from plugins.flume.http_source import FlumeHttpSourceConnector, FlumeHttpSourceTask
 from plugins.flume.netcat_source import NetcatSourceConnector, NetcatSourceTask
 from plugins.flume.sinks import FileRollSinkConnector, FileRollSinkTask, LoggerSinkConnector, LoggerSinkTask
 
@@ -10,6 +11,8 @@ __all__ = [
     "FileRollSinkTask",
     "FlumeAvroSourceConnector",
     "FlumeAvroSourceTask",
+    "FlumeHttpSourceConnector",
+    "FlumeHttpSourceTask",
     "LoggerSinkConnector",
     "LoggerSinkTask",
     "NetcatSourceConnector",

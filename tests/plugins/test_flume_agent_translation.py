@@ -10,11 +10,12 @@ from pathlib import Path
 from connect.api import ConnectHeaders, SourceRecord
 from connect.cli.flume_agent import translate
 from connect.runtime.properties import load_config_file
-from plugins.predicates import HeaderValueMatches, ValueMatches
+from plugins.predicates import HasHeaderKey, HeaderValueMatches, ValueMatches
 from plugins.transforms import Filter, InsertHeader, InsertTimestampHeader
 
 PLUGINS = {"Filter": Filter, "InsertHeader": InsertHeader, "InsertTimestampHeader": InsertTimestampHeader,
-           "ValueMatches": ValueMatches, "HeaderValueMatches": HeaderValueMatches}
+           "ValueMatches": ValueMatches, "HeaderValueMatches": HeaderValueMatches,
+           "HasHeaderKey": HasHeaderKey}
 
 
 def _translate(tmp_path: Path, text: str):
@@ -337,3 +338,31 @@ def test_the_default_fs_comes_from_hadoop_conf_dirs_core_site(tmp_path):
                                             "<value>hdfs://nn.example:8020</value></property></configuration>")
     assert default_fs_from_hadoop_conf({"HADOOP_CONF_DIR": str(tmp_path)}) == "hdfs://nn.example:8020"
     assert default_fs_from_hadoop_conf({}) is None
+
+
+def test_the_user_guides_interceptor_examples_with_builder_classes_and_preserve_existing(tmp_path):
+    t = _translate(tmp_path, """
+        a1.sources = r1
+        a1.channels = c1
+        a1.sources.r1.type = http
+        a1.sources.r1.port = 5140
+        a1.sources.r1.channels = c1
+        a1.sources.r1.interceptors = i1 i2 i3
+        a1.sources.r1.interceptors.i1.type = org.apache.flume.interceptor.HostInterceptor$Builder
+        a1.sources.r1.interceptors.i1.preserveExisting = false
+        a1.sources.r1.interceptors.i1.hostHeader = hostname
+        a1.sources.r1.interceptors.i2.type = org.apache.flume.interceptor.TimestampInterceptor$Builder
+        a1.sources.r1.interceptors.i3.type = static
+        a1.sources.r1.interceptors.i3.key = datacenter
+        a1.sources.r1.interceptors.i3.value = NEW_YORK
+        a1.channels.c1.type = memory
+    """)
+    assert t.problems == []
+    source = _by_name(t)["a1-r1"]
+    assert source["connector.class"] == "FlumeHttpSource"
+    plain = _apply(source, _record(b"x"))
+    assert plain.headers.last_with_name("datacenter").value == "NEW_YORK"
+    assert plain.headers.last_with_name("hostname").value and plain.headers.last_with_name("timestamp").value
+    # static's preserveExisting defaults to true in Flume: an event's own value stays, and is not doubled
+    own = _apply(source, _record(b"y", datacenter="LONDON"))
+    assert [h.value for h in own.headers if h.key == "datacenter"] == ["LONDON"]
