@@ -226,7 +226,7 @@ def _logger(c: _Component, conn: dict[str, str]) -> None:
 
 
 def _hdfs(c: _Component, conn: dict[str, str]) -> None:
-    hdfs_sink(c, conn, c.out.refuse, c.out.default_fs)
+    hdfs_sink(c, conn, c.out.refuse, c.out.default_fs, c.out.work, c.out.agent)
 
 
 _SINKS: dict[str, Callable[[_Component, dict[str, str]], None]] = {

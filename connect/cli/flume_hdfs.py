@@ -6,8 +6,9 @@ piece, and ``%[localhost]``, ``%[IP]``, ``%[FQDN]`` this machine's name or addre
 ``timestamp`` header (as in Flume, where a timestamp interceptor or the client sets it), or the wall clock
 with ``hdfs.useLocalTimeStamp``; ``hdfs.round*`` round it down as Flume does. Files are text, each body a
 line (``DataStream``), optionally compressed (``CompressedStream`` with ``hdfs.codeC``), named
-``<filePrefix>.<topic>+<partition>+<first offset>+<last offset><fileSuffix>``: the offsets in the name are
-what makes them exactly once, where Flume's counter made them unique.
+``<filePrefix>.<host>.<topic>+<partition>+<first offset>+<last offset><fileSuffix>``: the offsets in the
+name make them exactly once, where Flume's counter made them unique; the host keeps agents of one name on
+several machines apart. The query's checkpoint is kept in the agent's work directory, beside the log.
 
 Roll settings: HdfsSparkSink commits a file per micro-batch and folder, so ``hdfs.rollInterval`` is the
 micro-batch interval and ``hdfs.rollCount`` the most records a micro-batch (hence a file) takes. A file
@@ -18,6 +19,7 @@ cannot be honoured and are refused.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import xml.etree.ElementTree as ElementTree
 import zoneinfo
@@ -56,6 +58,12 @@ class SinkKeys(Protocol):
 
 
 Refuse = Callable[[str, str, str], None]
+
+
+def _short_host() -> str:
+    """This machine's name as a file name part (in the names of files, so agents of one name on several
+    machines never write the same file name, which the sink would take for already committed)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname().split(".")[0]) or "host"
 
 
 def _host_escape(name: str) -> str:
@@ -155,10 +163,16 @@ def _whole(c: SinkKeys, refuse: Refuse, key: str, default: str) -> int:
     return int(value)
 
 
-def hdfs_sink(c: SinkKeys, conn: dict[str, str], refuse: Refuse, default_fs: str | None) -> None:
-    """Fill ``conn`` (a sink connector config) from the keys of a Flume ``hdfs`` sink."""
+def hdfs_sink(c: SinkKeys, conn: dict[str, str], refuse: Refuse, default_fs: str | None, work: Path,
+              agent: str) -> None:
+    """Fill ``conn`` (a sink connector config) from the keys of a Flume ``hdfs`` sink of ``agent``, whose
+    worker keeps its state in ``work``."""
     conn["connector.class"] = "HdfsSparkSink"
     conn["format"] = "text"
+    # Agents of one name on many machines (a1, k1 ...) share an HDFS: the query's checkpoint stays with the
+    # log it reads, and the files in progress live in a folder of this host and agent
+    conn["checkpoint.location"] = str(work / "spark-checkpoints" / conn["name"])
+    conn["logs.dir"] = f"/tmp/headrace-flume/{_short_host()}/{agent}"
     _path(c, conn, refuse, default_fs)
     _file_type(c, conn, refuse)
     _file_names(c, conn, refuse)
@@ -264,7 +278,7 @@ def _file_names(c: SinkKeys, conn: dict[str, str], refuse: Refuse) -> None:
         refuse(c.prefix + "hdfs.filePrefix", prefix, "escapes, / and + are not translated in the file prefix; put "
                "escapes in hdfs.path")
     else:
-        conn["file.prefix"] = prefix + "."
+        conn["file.prefix"] = f"{prefix}.{_short_host()}."
     suffix = c.get("hdfs.fileSuffix", "") or ""
     if "%" in suffix or "/" in suffix or "+" in suffix:
         refuse(c.prefix + "hdfs.fileSuffix", suffix, "escapes, / and + are not translated in the file suffix")

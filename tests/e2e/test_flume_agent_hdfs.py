@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import socket
 import subprocess
 import sys
 import textwrap
@@ -19,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from connect.cli.flume_agent import _host_value
 from connect.cli.flume_hdfs import _local_zone
 from services.flume import flume_sender
 from tests.support import CliProcess, free_port, wait_until
@@ -139,7 +139,8 @@ def test_avro_to_hdfs_from_the_user_guide_lands_every_event_in_its_time_folder(t
     # folders: %y-%m-%d/%H%M/%S of the event's timestamp header, rounded down to ten minutes
     lo = _local(started).replace(minute=_local(started).minute // 10 * 10, second=0, microsecond=0)
     for path in files:
-        m = re.fullmatch(r"/flume/events/(\d\d-\d\d-\d\d)/(\d\d)(\d0)/00/events-\.a1\.r1\+0\+\d{10}\+\d{10}", path)
+        m = re.fullmatch(r"/flume/events/(\d\d-\d\d-\d\d)/(\d\d)(\d0)/00/events-\.[\w-]+\.a1\.r1\+0\+\d{10}\+\d{10}",
+                         path)
         assert m, path
         folder = dt.datetime.strptime(f"{m.group(1)} {m.group(2)}:{m.group(3)}", "%y-%m-%d %H:%M").replace(
             tzinfo=lo.tzinfo)
@@ -182,9 +183,9 @@ def test_http_to_hdfs_with_the_user_guides_interceptors_lands_by_header_and_hour
     by_folder: dict[str, list[str]] = {}
     for path, data in _files(client, "/flume/http").items():
         folder, name = path.rsplit("/", 1)
-        assert re.fullmatch(r"FlumeData\.a1\.r1\+0\+\d{10}\+\d{10}\.gz", name), name
+        assert re.fullmatch(r"FlumeData\.[\w-]+\.a1\.r1\+0\+\d{10}\+\d{10}\.gz", name), name
         by_folder.setdefault(folder, []).extend(gzip.decompress(data).decode().splitlines())
-    host = socket.getfqdn(socket.gethostname())
+    host = _host_value(use_ip=True)  # the host interceptor's default useIP = true: the address
     hours = {_local(started).strftime("%Y-%m-%d/%H"), _local(ended).strftime("%Y-%m-%d/%H")}
     london = [f for f in by_folder if f.startswith(f"/flume/http/LONDON/{host}/")]
     ny = [f for f in by_folder if f.startswith(f"/flume/http/NEW_YORK/{host}/")]

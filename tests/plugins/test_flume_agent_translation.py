@@ -4,6 +4,7 @@ plugins do with records, and the keys it refuses."""
 
 from __future__ import annotations
 
+import socket
 import textwrap
 from pathlib import Path
 
@@ -261,7 +262,11 @@ def test_the_user_guides_hdfs_sink_becomes_an_hdfs_spark_sink_with_a_path_templa
     # the time is the event's timestamp header, rounded down to 10 minutes
     assert sink["timestamp.extractor"] == "Header" and sink["timestamp.header"] == "timestamp"
     assert sink["timestamp.round.ms"] == "600000"
-    assert sink["file.prefix"] == "events-." and sink["file.suffix"] == ""
+    host = socket.gethostname().split(".")[0]
+    assert sink["file.prefix"] == f"events-.{host}." and sink["file.suffix"] == ""
+    # the checkpoint stays with the agent's log; files in progress in a folder of this host and agent
+    assert sink["checkpoint.location"] == str(tmp_path / "work" / "spark-checkpoints" / "a1-k1")
+    assert sink["logs.dir"] == f"/tmp/headrace-flume/{host}/a1"
 
 
 def test_a_full_url_header_escapes_local_time_codec_and_rolls(tmp_path):
@@ -281,8 +286,6 @@ def test_a_full_url_header_escapes_local_time_codec_and_rolls(tmp_path):
     assert t.problems == []
     sink = _by_name(t)["a1-k1"]
     _valid_hdfs_config(sink)
-    import socket
-
     assert sink["hdfs.url"] == "hdfs://other:9000"
     assert sink["path.template"] == "/logs/{header:app}/{time:yyyy}{time:MM}{time:dd}/" + socket.gethostname()
     assert sink["timestamp.extractor"] == "Wallclock" and sink["timezone"] == "Europe/Berlin"
