@@ -191,6 +191,48 @@ def _exec(c: _Component, conn: dict[str, str]) -> None:
     conn["value.converter"] = STRING
 
 
+def _spooldir(c: _Component, conn: dict[str, str]) -> None:
+    conn["connector.class"] = "SpoolDirSource"
+    directory = c.get("spoolDir")
+    if not directory:
+        c.out.refuse(c.prefix + "spoolDir", "(missing)", "a spooldir source needs spoolDir")
+    conn["spool.dir"] = directory or ""
+    for flume_key, key in (("fileSuffix", "file.suffix"), ("includePattern", "include.pattern"),
+                           ("ignorePattern", "ignore.pattern"), ("consumeOrder", "consume.order"),
+                           ("inputCharset", "input.charset"), ("decodeErrorPolicy", "decode.error.policy"),
+                           ("deserializer.maxLineLength", "max.line.length"), ("batchSize", "batch.size"),
+                           ("pollDelay", "poll.delay.ms")):
+        value = c.get(flume_key)
+        if value:
+            conn[key] = value
+    policy = c.get("deletePolicy", "never") or "never"
+    if policy not in ("never", "immediate"):
+        c.out.refuse(c.prefix + "deletePolicy", policy, "never or immediate")
+    conn["delete.policy"] = policy
+    for flag, key_key, default, key in (("fileHeader", "fileHeaderKey", "file", "file.header.key"),
+                                        ("basenameHeader", "basenameHeaderKey", "basename", "basename.header.key")):
+        name = c.get(key_key, default) or default
+        if (c.get(flag, "false") or "false").lower() == "true":
+            conn[key] = name
+    deserializer = c.get("deserializer", "LINE") or "LINE"
+    if deserializer.upper() != "LINE" and deserializer != "org.apache.flume.serialization.LineDeserializer$Builder":
+        c.out.refuse(c.prefix + "deserializer", deserializer, "only LINE (one event per line) is read")
+    output = c.get("deserializer.outputCharset", "UTF-8") or "UTF-8"
+    if output.replace("-", "").upper() != "UTF8":
+        c.out.refuse(c.prefix + "deserializer.outputCharset", output, "events are written as UTF-8")
+    tracking = c.get("trackingPolicy", "rename") or "rename"
+    if tracking != "rename":
+        c.out.refuse(c.prefix + "trackingPolicy", tracking, "finished files are renamed (or deleted); set "
+                     "trackingPolicy = rename")
+    recursive = c.get("recursiveDirectorySearch", "false") or "false"
+    if recursive.lower() != "false":
+        c.out.refuse(c.prefix + "recursiveDirectorySearch", recursive, "only files directly in spoolDir are read; "
+                     "give each subdirectory a source of its own")
+    # where Flume keeps its place and how it backs off: the worker's offsets and poll loop take their place
+    c.accept("trackerDir", "maxBackoff", "bufferMaxLines", "bufferMaxLineLength")
+    conn["value.converter"] = BYTES
+
+
 _SOURCES: dict[str, Callable[[_Component, dict[str, str]], None]] = {
     "avro": _avro, "org.apache.flume.source.AvroSource": _avro,
     "http": _http, "org.apache.flume.source.http.HTTPSource": _http,
@@ -198,9 +240,9 @@ _SOURCES: dict[str, Callable[[_Component, dict[str, str]], None]] = {
     "TAILDIR": _taildir, "taildir": _taildir,
     "netcat": _netcat, "org.apache.flume.source.NetcatSource": _netcat,
     "exec": _exec, "org.apache.flume.source.ExecSource": _exec,
+    "spooldir": _spooldir, "org.apache.flume.source.SpoolDirectorySource": _spooldir,
 }
 _MISSING_SOURCES = {
-    "spooldir": "Headrace has no spooling-directory source; tail the directory with a TAILDIR source",
     "thrift": "Headrace speaks Flume's Avro RPC, not Thrift; point the client at an avro source",
 }
 

@@ -1,10 +1,11 @@
-"""Flume compatibility: Flume's Avro RPC, HTTP (JSONHandler) and netcat sources, and the file_roll and logger
-sinks a Flume agent config names."""
+"""Flume compatibility: Flume's Avro RPC, HTTP (JSONHandler), netcat and spooling-directory sources, and the
+file_roll and logger sinks a Flume agent config names."""
 
 from plugins.flume.avro_source import FlumeAvroSourceConnector, FlumeAvroSourceTask
 from plugins.flume.http_source import FlumeHttpSourceConnector, FlumeHttpSourceTask
 from plugins.flume.netcat_source import NetcatSourceConnector, NetcatSourceTask
 from plugins.flume.sinks import FileRollSinkConnector, FileRollSinkTask, LoggerSinkConnector, LoggerSinkTask
+from plugins.flume.spooldir_source import SpoolDirSourceConnector, SpoolDirSourceTask
 
 __all__ = [
     "FileRollSinkConnector",
@@ -17,4 +18,6 @@ __all__ = [
     "LoggerSinkTask",
     "NetcatSourceConnector",
     "NetcatSourceTask",
+    "SpoolDirSourceConnector",
+    "SpoolDirSourceTask",
 ]

@@ -369,3 +369,56 @@ def test_the_user_guides_interceptor_examples_with_builder_classes_and_preserve_
     # static's preserveExisting defaults to true in Flume: an event's own value stays, and is not doubled
     own = _apply(source, _record(b"y", datacenter="LONDON"))
     assert [h.value for h in own.headers if h.key == "datacenter"] == ["LONDON"]
+
+
+def test_a_spooldir_source_becomes_a_spool_dir_source_with_flumes_keys(tmp_path):
+    t = _translate(tmp_path, f"""
+        a1.sources = r1
+        a1.channels = c1
+        a1.sources.r1.type = spooldir
+        a1.sources.r1.channels = c1
+        a1.sources.r1.spoolDir = {tmp_path}/spool
+        a1.sources.r1.fileHeader = true
+        a1.sources.r1.basenameHeader = true
+        a1.sources.r1.basenameHeaderKey = name
+        a1.sources.r1.deletePolicy = immediate
+        a1.sources.r1.includePattern = ^.*\\\\.log$
+        a1.sources.r1.ignorePattern = ^tmp
+        a1.sources.r1.trackerDir = .flumespool
+        a1.sources.r1.consumeOrder = youngest
+        a1.sources.r1.inputCharset = ISO-8859-1
+        a1.sources.r1.deserializer = LINE
+        a1.sources.r1.deserializer.maxLineLength = 4096
+        a1.channels.c1.type = file
+    """)
+    assert t.problems == []
+    source = _by_name(t)["a1-r1"]
+    from connect.api import AbstractConfig
+    from plugins.flume.spooldir_source import CONFIG_DEF
+
+    AbstractConfig(CONFIG_DEF, source)  # the derived config is one SpoolDirSource takes
+    assert source["connector.class"] == "SpoolDirSource" and source["spool.dir"] == f"{tmp_path}/spool"
+    assert source["file.header.key"] == "file" and source["basename.header.key"] == "name"
+    assert source["delete.policy"] == "immediate" and source["include.pattern"] == r"^.*\.log$"
+    assert source["ignore.pattern"] == "^tmp" and source["consume.order"] == "youngest"
+    assert source["input.charset"] == "ISO-8859-1" and source["max.line.length"] == "4096"
+    assert "file.suffix" not in source  # SpoolDirSource's default is Flume's .COMPLETED
+
+
+def test_spooldir_keys_it_cannot_honour_are_refused(tmp_path):
+    t = _translate(tmp_path, """
+        a1.sources = r1
+        a1.channels = c1
+        a1.sources.r1.type = spooldir
+        a1.sources.r1.channels = c1
+        a1.sources.r1.spoolDir = /var/spool
+        a1.sources.r1.deserializer = AVRO
+        a1.sources.r1.trackingPolicy = tracker_dir
+        a1.sources.r1.recursiveDirectorySearch = true
+        a1.sources.r1.deletePolicy = later
+        a1.channels.c1.type = memory
+    """)
+    for line in ["a1.sources.r1.deserializer = AVRO: only LINE", "a1.sources.r1.trackingPolicy = tracker_dir",
+                 "a1.sources.r1.recursiveDirectorySearch = true", "a1.sources.r1.deletePolicy = later"]:
+        assert sum(p.startswith(line) for p in t.problems) == 1, (line, t.problems)
+    assert len(t.problems) == 4
