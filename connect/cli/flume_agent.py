@@ -22,6 +22,7 @@ connector per object) and exits, for moving off the Flume format.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import re
 import socket
@@ -271,12 +272,51 @@ def _hdfs(c: _Component, conn: dict[str, str]) -> None:
     hdfs_sink(c, conn, c.out.refuse, c.out.default_fs, c.out.work, c.out.agent)
 
 
+# Java producer settings librdkafka names differently
+_JAVA_PRODUCER_NAMES = {"max.request.size": "message.max.bytes", "buffer.memory": "queue.buffering.max.kbytes",
+                        "retries": "message.send.max.retries", "max.block.ms": "(none: put waits while the queue "
+                        "is full)", "key.serializer": "(none: keys and values are bytes)",
+                        "value.serializer": "(none: keys and values are bytes)"}
+
+
+def _kafka(c: _Component, conn: dict[str, str]) -> None:
+    # the plugin's own check of producer settings (by module name: mypy checks connect/, not the plugins)
+    producer_settings_problems = importlib.import_module("plugins.flume.kafka_sink").producer_settings_problems
+    conn["connector.class"] = "FlumeKafkaSink"
+    conn["header.converter"] = STRING  # Flume headers are strings: keep them so, whatever they look like
+    servers = c.get("kafka.bootstrap.servers") or c.get("brokerList")  # brokerList: Flume's older name
+    if not servers:
+        c.out.refuse(c.prefix + "kafka.bootstrap.servers", "(missing)", "a kafka sink needs the cluster's address")
+    conn["kafka.bootstrap.servers"] = servers or ""
+    conn["kafka.topic"] = c.get("kafka.topic") or c.get("topic") or "default-flume-topic"
+    settings = {k[len("kafka.producer."):]: v for k, v in c.keys.items() if k.startswith("kafka.producer.")}
+    acks = c.get("requiredAcks")  # Flume's older name of kafka.producer.acks
+    if acks and "acks" not in settings:
+        settings["acks"] = acks
+    for key, value in settings.items():
+        conn["kafka.producer." + key] = value
+        c.accept("kafka.producer." + key)
+    for key, reason in producer_settings_problems(settings):
+        hint = _JAVA_PRODUCER_NAMES.get(key)
+        c.out.refuse(c.prefix + "kafka.producer." + key, settings[key], f"the Kafka client here (librdkafka) "
+                     f"refuses it: {reason}" + (f"; its name for this is {hint}" if hint else ""))
+    for flume_key, key in (("useFlumeEventFormat", "flume.event.format"), ("defaultPartitionId", "default.partition.id"),
+                           ("partitionIdHeader", "partition.id.header"), ("allowTopicOverride", "allow.topic.override"),
+                           ("topicHeader", "topic.header")):
+        given = c.get(flume_key)
+        if given:
+            conn[key] = given
+    # the producer batches on its own (linger.ms, batch.size); the User Guide's example spells the first
+    # kafka.flumeBatchSize
+    c.accept("flumeBatchSize", "kafka.flumeBatchSize", "batchSize")
+
+
 _SINKS: dict[str, Callable[[_Component, dict[str, str]], None]] = {
     "file_roll": _file_roll, "logger": _logger, "hdfs": _hdfs, "org.apache.flume.sink.hdfs.HDFSEventSink": _hdfs,
+    "org.apache.flume.sink.kafka.KafkaSink": _kafka,
 }
+_SINKS["kafka"] = _kafka
 _MISSING_SINKS = {
-    "kafka": "run Headrace on Kafka instead (-c a worker config with bootstrap.servers): every channel is then a "
-             "Kafka topic, named <agent>.<source>",
     "avro": "send to the next hop's Headrace worker directly: give the upstream client that worker's address",
     "null": "drop the sink: a topic nobody reads costs nothing but its retention",
 }

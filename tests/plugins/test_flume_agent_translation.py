@@ -422,3 +422,57 @@ def test_spooldir_keys_it_cannot_honour_are_refused(tmp_path):
                  "a1.sources.r1.recursiveDirectorySearch = true", "a1.sources.r1.deletePolicy = later"]:
         assert sum(p.startswith(line) for p in t.problems) == 1, (line, t.problems)
     assert len(t.problems) == 4
+
+
+def test_a_kafka_sink_becomes_a_flume_kafka_sink_with_its_producer_settings(tmp_path):
+    t = _translate(tmp_path, """
+        a1.sources = r1
+        a1.channels = c1
+        a1.sinks = k1
+        a1.sources.r1.type = netcat
+        a1.sources.r1.port = 44444
+        a1.sources.r1.channels = c1
+        a1.channels.c1.type = memory
+        # the User Guide's Kafka sink example
+        a1.sinks.k1.channel = c1
+        a1.sinks.k1.type = org.apache.flume.sink.kafka.KafkaSink
+        a1.sinks.k1.kafka.topic = mytopic
+        a1.sinks.k1.kafka.bootstrap.servers = localhost:9092
+        a1.sinks.k1.kafka.flumeBatchSize = 20
+        a1.sinks.k1.kafka.producer.acks = 1
+        a1.sinks.k1.kafka.producer.linger.ms = 1
+        a1.sinks.k1.kafka.producer.compression.type = snappy
+    """)
+    assert t.problems == []
+    t = _translate(tmp_path, (tmp_path / "flume.conf").read_text()
+                   + "a1.sinks.k1.useFlumeEventFormat = true\na1.sinks.k1.partitionIdHeader = p\n")
+    assert t.problems == []
+    sink = _by_name(t)["a1-k1"]
+    from connect.api import AbstractConfig
+    from plugins.flume.kafka_sink import CONFIG_DEF
+
+    AbstractConfig(CONFIG_DEF, sink)
+    assert sink["connector.class"] == "FlumeKafkaSink" and sink["kafka.topic"] == "mytopic"
+    assert sink["kafka.bootstrap.servers"] == "localhost:9092" and sink["kafka.producer.acks"] == "1"
+    assert sink["kafka.producer.compression.type"] == "snappy" and sink["flume.event.format"] == "true"
+    assert sink["partition.id.header"] == "p"
+    assert sink["header.converter"] == "org.apache.kafka.connect.storage.StringConverter"
+
+
+def test_java_only_producer_settings_are_refused_with_librdkafkas_name(tmp_path):
+    t = _translate(tmp_path, """
+        a1.sources = r1
+        a1.channels = c1
+        a1.sinks = k1
+        a1.sources.r1.type = netcat
+        a1.sources.r1.port = 44444
+        a1.sources.r1.channels = c1
+        a1.channels.c1.type = memory
+        a1.sinks.k1.channel = c1
+        a1.sinks.k1.type = kafka
+        a1.sinks.k1.kafka.producer.max.request.size = 2000000
+    """)
+    assert t.problems == ["a1.sinks.k1.kafka.bootstrap.servers = (missing): a kafka sink needs the cluster's address",
+                          "a1.sinks.k1.kafka.producer.max.request.size = 2000000: the Kafka client here (librdkafka) "
+                          'refuses it: No such configuration property: "max.request.size"; its name for this is '
+                          "message.max.bytes"], t.problems
