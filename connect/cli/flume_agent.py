@@ -58,6 +58,8 @@ class AgentTranslation:
         self.connectors: list[dict[str, str]] = []
         self.commands: list[ExecCommand] = []
         self.problems: list[str] = []
+        # a TAILDIR source's name -> its file groups' settings (one connector each)
+        self.taildir_groups: dict[str, list[dict[str, str]]] = {}
 
     def refuse(self, key: str, value: str, instead: str) -> None:
         self.problems.append(f"{key} = {value}: {instead}")
@@ -135,25 +137,39 @@ def _syslog(scheme: str) -> Callable[[_Component, dict[str, str]], None]:
 
 
 def _taildir(c: _Component, conn: dict[str, str]) -> None:
+    """Each file group becomes a TailDirSource writing the source's topic, its lines as Flume's bodies; the
+    group's ``headers.<group>.<key>`` an InsertHeader (run before the interceptors, as Flume adds them first)."""
     conn["connector.class"] = "TailDirSource"
+    conn["record.format"] = "line"
     groups = _split(c.get("filegroups"))
-    if len(groups) != 1:
-        c.out.refuse(c.prefix + "filegroups", " ".join(groups) or "(missing)",
-                     "one file group per source: give each group a source of its own")
+    if not groups:
+        c.out.refuse(c.prefix + "filegroups", "(missing)", "a TAILDIR source needs filegroups")
         return
-    path = c.get(f"filegroups.{groups[0]}") or ""
-    directory, _, pattern = path.rpartition("/")
-    # Flume's file part is a regex; only names with .* wildcards read the same as a glob
-    if not directory or not re.fullmatch(r"(?:[\w\-]|\.\*|\.)+", pattern):
-        c.out.refuse(c.prefix + f"filegroups.{groups[0]}", path, "only a directory and a file name with .* "
-                     "wildcards can be translated; use TailDirSource's directory and file.pattern (a glob)")
-        return
-    glob = pattern.replace(".*", "*")
-    conn["directory"] = directory
-    conn["file.pattern"] = glob
-    c.accept("positionFile", "batchSize", "writePosInterval", "fileHeader")  # offsets live in the worker
-    conn["value.converter"] = JSON
-    conn["value.converter.schemas.enable"] = "false"
+    variants: list[dict[str, str]] = []
+    for group in groups:
+        path = c.get(f"filegroups.{group}") or ""
+        directory, _, pattern = path.rpartition("/")
+        # Flume's file part is a regex; only names with .* wildcards read the same as a glob
+        if not directory or not re.fullmatch(r"(?:[\w\-]|\.\*|\.)+", pattern):
+            c.out.refuse(c.prefix + f"filegroups.{group}", path or "(missing)", "only a directory and a file name "
+                         "with .* wildcards can be translated; use TailDirSource's directory and file.pattern (a glob)")
+            continue
+        variant = {"name": conn["name"] if len(groups) == 1 else f"{conn['name']}-{group}", "directory": directory,
+                   "file.pattern": pattern.replace(".*", "*")}
+        prefix = f"headers.{group}."
+        for key in sorted(k for k in c.keys if k.startswith(prefix)):
+            header = key[len(prefix):]
+            t = f"transforms.hdr-{header}."
+            variant["transforms"] = ",".join(filter(None, [variant.get("transforms"), f"hdr-{header}"]))
+            variant.update({t + "type": "InsertHeader", t + "header": header, t + "value.literal": c.get(key) or ""})
+        variants.append(variant)
+    c.out.taildir_groups[conn["name"]] = variants
+    if (c.get("fileHeader", "false") or "false").lower() == "true":
+        conn["file.header.key"] = c.get("fileHeaderKey", "file") or "file"
+    # positions live in the worker's offsets; the worker's own batching replaces Flume's
+    c.accept("positionFile", "batchSize", "writePosInterval", "maxBatchCount", "skipToEnd", "idleTimeout",
+             "cachePatternMatching", "fileHeaderKey")
+    conn["value.converter"] = BYTES
 
 
 def _netcat(c: _Component, conn: dict[str, str]) -> None:
@@ -439,6 +455,15 @@ class _Multiplexing:
         return out
 
 
+def _with_group(conn: dict[str, str], group: dict[str, str]) -> dict[str, str]:
+    """A TAILDIR source's connector for one file group: its headers' transforms before the interceptors'."""
+    out = {**conn, **group}
+    out["transforms"] = ",".join(filter(None, [group.get("transforms"), conn.get("transforms")]))
+    if not out["transforms"]:
+        del out["transforms"]
+    return out
+
+
 def translate(props: Mapping[str, str], agent: str, work: Path | None = None,
               default_fs: str | None = None) -> AgentTranslation:
     """The Headrace connectors of agent ``agent`` (and the commands of its exec sources, whose output goes
@@ -457,6 +482,13 @@ def translate(props: Mapping[str, str], agent: str, work: Path | None = None,
             hint = ("sink groups (failover, load_balance) are not translated: one sink per channel"
                     if key.startswith(f"{agent}.sinkgroups") else "not a part of a Flume agent config")
             out.refuse(key, props[key], hint)
+    listed = {"sources": sources, "channels": channels, "sinks": sinks}
+    for key in props:
+        part, _, rest = key[len(top):].partition(".") if key.startswith(top) else ("", "", "")
+        name = rest.split(".", 1)[0]
+        if part in listed and rest and name not in listed[part]:
+            out.refuse(key, props[key], f"'{name}' is not in {agent}.{part} ({' '.join(listed[part]) or 'empty'}): "
+                       "a typo, or a part to list there")
     channel_topics: dict[str, list[str]] = {c: [] for c in channels}
     selectors: dict[str, _Multiplexing] = {}  # topic of a source with a multiplexing selector -> it
     for name in channels:
@@ -498,7 +530,11 @@ def translate(props: Mapping[str, str], agent: str, work: Path | None = None,
                        "translated; route with a Filter transform and a predicate on each sink instead")
         _interceptors(c, conn)
         c.refuse_rest(f"a {kind} source")
-        out.connectors.append(conn)
+        groups = out.taildir_groups.pop(conn["name"], None)
+        if groups is None:
+            out.connectors.append(conn)
+        for group in groups or ():
+            out.connectors.append(_with_group(conn, group))
     readers: dict[str, str] = {}
     for name in sinks:
         c = _Component(props, f"{agent}.sinks.{name}.", out)

@@ -476,3 +476,47 @@ def test_java_only_producer_settings_are_refused_with_librdkafkas_name(tmp_path)
                           "a1.sinks.k1.kafka.producer.max.request.size = 2000000: the Kafka client here (librdkafka) "
                           'refuses it: No such configuration property: "max.request.size"; its name for this is '
                           "message.max.bytes"], t.problems
+
+
+TAILDIR_GUIDE = """
+    # the User Guide's TAILDIR example (its last line names source ri, a typo, fixed here to r1)
+    a1.sources = r1
+    a1.channels = c1
+    a1.sources.r1.type = TAILDIR
+    a1.sources.r1.channels = c1
+    a1.sources.r1.positionFile = {tmp}/taildir_position.json
+    a1.sources.r1.filegroups = f1 f2
+    a1.sources.r1.filegroups.f1 = {tmp}/test1/example.log
+    a1.sources.r1.headers.f1.headerKey1 = value1
+    a1.sources.r1.filegroups.f2 = {tmp}/test2/.*log.*
+    a1.sources.r1.headers.f2.headerKey1 = value2
+    a1.sources.r1.headers.f2.headerKey2 = value2-2
+    a1.sources.r1.fileHeader = true
+    a1.sources.r1.maxBatchCount = 1000
+    a1.channels.c1.type = memory
+"""
+
+
+def test_the_user_guides_taildir_example_becomes_one_tail_dir_source_per_file_group(tmp_path):
+    t = _translate(tmp_path, TAILDIR_GUIDE.format(tmp=tmp_path))
+    assert t.problems == []
+    f1, f2 = _by_name(t)["a1-r1-f1"], _by_name(t)["a1-r1-f2"]
+    from connect.api import AbstractConfig
+    from plugins.ingest.taildir import CONFIG_DEF
+
+    for conn in (f1, f2):
+        AbstractConfig(CONFIG_DEF, conn)
+        assert conn["topic"] == "a1.r1" and conn["record.format"] == "line" and conn["file.header.key"] == "file"
+    assert (f1["directory"], f1["file.pattern"]) == (f"{tmp_path}/test1", "example.log")
+    assert (f2["directory"], f2["file.pattern"]) == (f"{tmp_path}/test2", "*log*")
+    one = _apply(f1, _record(b"x"))
+    assert {h.key: h.value for h in one.headers} == {"headerKey1": "value1"}
+    two = _apply(f2, _record(b"x"))
+    assert {h.key: h.value for h in two.headers} == {"headerKey1": "value2", "headerKey2": "value2-2"}
+
+
+def test_keys_of_parts_not_listed_are_refused_as_typos(tmp_path):
+    text = TAILDIR_GUIDE.format(tmp=tmp_path).replace("a1.sources.r1.maxBatchCount", "a1.sources.ri.maxBatchCount")
+    t = _translate(tmp_path, text)
+    assert t.problems == ["a1.sources.ri.maxBatchCount = 1000: 'ri' is not in a1.sources (r1): a typo, or a part to "
+                          "list there"]
