@@ -47,6 +47,7 @@ from spark_sinks.config import MAX_OFFSETS_PER_TRIGGER, TRIGGER_INTERVAL_MS, is_
 from spark_sinks.connector import SparkSinkConnector
 from spark_sinks.hdfs_config import COMPRESSIONS, FORMATS, PARTITIONERS, format_of, hdfs_def, partitioner_of
 from spark_sinks.path_template import PathTemplate
+from spark_sinks.sequence_file import BYTES_WRITABLE, TEXT, sequence_file
 from spark_sinks.task import SparkSinkTask
 
 __all__ = ["HdfsSparkSink", "HdfsSparkSinkTask", "check_reachable"]
@@ -133,6 +134,7 @@ class HdfsSparkSinkTask(SparkSinkTask):
         self.template = PathTemplate(template) if template else None
         self.ts_header = str(self.config.get("timestamp.header") or "timestamp")
         self.round_ms = int(self.config.get("timestamp.round.ms") or 0)
+        self.sequence_value = str(self.config.get("sequence.value") or "bytes").lower()
         self.partitioner, self.path_format = partitioner_of(props)
         self.fields = [f for f in self.config.get_list("partition.field.name") if f]
         self.extractor = str(self.config.get("timestamp.extractor")).lower()
@@ -228,12 +230,19 @@ class HdfsSparkSinkTask(SparkSinkTask):
         if self.unwrap:
             value = F.get_json_object(value, "$.payload")
         # the raw bytes are kept only for the dead-letter topic: carrying them costs every batch a column
-        raw = ("value",) if self.tolerate else ()
+        raw = ("value",) if self.tolerate or self.format == "sequence" else ()
         base = df.where(F.col("value").isNotNull()).select(
             "topic", "partition", "offset", "timestamp", "key", "headers", *raw, value.alias("_value"))
-        if self.format != "text":
+        if self.format not in ("text", "sequence"):
             base = self._check_json(base)
         keys = ["topic", "partition", *self._partition_columns()]
+        if self.format == "sequence":
+            # Flume's SequenceFile record: the event time (its timestamp header, else now) and the body
+            stamp = F.coalesce(self._header(self.ts_header).try_cast("long"), F.unix_millis(F.current_timestamp()))
+            shaped = base.select("topic", "partition", "offset", *self._partition_exprs(spark),
+                                 stamp.alias("_ts"), F.col("value").alias("_bytes"))
+            self._write_files(df, shaped.select(*keys, "offset", "_ts", "_bytes"), keys, batch_id, started, None)
+            return
         shaped = base.select("topic", "partition", "offset", *self._partition_exprs(spark), "_value")
         cached = None
         if self.format in ("parquet", "avro"):
@@ -283,6 +292,10 @@ class HdfsSparkSinkTask(SparkSinkTask):
         ends = F.create_map(*[x for (t, p), (_, hi) in ranges.items() for x in (F.lit(f"{t}:{p}"), F.lit(hi))])
         out = shaped.withColumn("_start", starts[lookup]).withColumn("_end", ends[lookup]).drop("offset")
         tmp = f"{self._tmp_root()}/{batch_id}"
+        if self.format == "sequence":
+            self._write_sequence_files(out, [*keys, "_start", "_end"], tmp)
+            self._after_write(batch_id, cached, started, ranged)
+            return
         writer = (out.write.mode("overwrite").partitionBy(*keys, "_start", "_end")
                   .option("maxRecordsPerFile", 0)
                   # tasks commit straight into the temporary folder: the renames below are the real commit
@@ -295,6 +308,10 @@ class HdfsSparkSinkTask(SparkSinkTask):
             writer.parquet(tmp)
         else:
             writer.text(tmp)
+        self._after_write(batch_id, cached, started, ranged)
+
+    def _after_write(self, batch_id: int, cached: Any, started: float, ranged: float) -> None:
+        tmp = f"{self._tmp_root()}/{batch_id}"
         if cached is not None:
             cached.unpersist()
         wrote = time.monotonic()
@@ -302,6 +319,23 @@ class HdfsSparkSinkTask(SparkSinkTask):
         self.count("files_committed", committed)
         log.debug("%s: batch %d: offset ranges in %.0f ms, Spark wrote in %.0f ms, commit took %.0f ms", self.name,
                   batch_id, (ranged - started) * 1000, (wrote - ranged) * 1000, (time.monotonic() - wrote) * 1000)
+
+    def _write_sequence_files(self, out: Any, folders: list[str], tmp: str) -> None:
+        """One Hadoop SequenceFile per folder of the batch, in the folder layout of Spark's partitioned writes
+        (so the commit renames them alike). Spark has no SequenceFile writer for DataFrames: the batch's rows
+        come to the driver, which writes each file through the Hadoop file system."""
+        value_class = TEXT if self.sequence_value == "text" else BYTES_WRITABLE
+        groups: dict[tuple[Any, ...], list[tuple[int, bytes]]] = {}
+        for row in out.select(*folders, "_ts", "_bytes").toLocalIterator():
+            groups.setdefault(tuple(row[name] for name in folders), []).append((int(row["_ts"]), bytes(row["_bytes"])))
+        self._fs.delete(self._path(tmp), True)  # what an interrupted run of this batch left
+        for values, records in groups.items():
+            rel = "/".join(f"{name}={_escape(str(value))}" for name, value in zip(folders, values, strict=True))
+            stream = self._fs.create(self._path(f"{tmp}/{rel}/part-00000"), True)
+            try:
+                stream.write(sequence_file(records, value_class))
+            finally:
+                stream.close()
 
     def _batch_ranges(self, df: Any, batch_id: int) -> dict[tuple[str, int], tuple[int, int]]:
         """First and last offset of each topic-partition in the batch: from the query's offset log (this batch's
@@ -503,6 +537,11 @@ class HdfsSparkSinkTask(SparkSinkTask):
             return f"{self.url}{folder}/{name}"
         folders = dirs[2:-2] if self.partitioner != "default" else [dirs[1]]
         return "/".join([f"{self.url}{self.topics_dir}", topic, *folders, name])
+
+
+def _escape(text: str) -> str:
+    """A folder name's value as Spark escapes partition values (%XX for anything but letters, digits, - _ .)."""
+    return re.sub(r"[^A-Za-z0-9_.\-]", lambda m: "".join(f"%{b:02X}" for b in m.group(0).encode()), text)
 
 
 def _unescape(text: str) -> str:

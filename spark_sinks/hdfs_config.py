@@ -26,7 +26,7 @@ HDFS_GROUP = "HDFS"
 STORAGE_GROUP = "Storage"
 PARTITIONER_GROUP = "Partitioner"
 
-FORMATS = {"parquet": "parquet", "avro": "avro", "json": "json", "text": "txt"}
+FORMATS = {"parquet": "parquet", "avro": "avro", "json": "json", "text": "txt", "sequence": "seq"}
 PARTITIONERS = {
     "default": "default", "field": "field", "time": "time", "hourly": "hourly", "daily": "daily",
     "io.confluent.connect.storage.partitioner.DefaultPartitioner": "default",
@@ -117,7 +117,8 @@ def hdfs_def() -> ConfigDef:
     d.define("logs.dir", ConfigType.STRING, "/logs", importance=Importance.HIGH, group=HDFS_GROUP,
              order_in_group=3, documentation="Top folder of the connectors' Spark checkpoints.")
     d.define("format", ConfigType.STRING, "parquet", CaseInsensitiveValidString.in_(*FORMATS), Importance.HIGH,
-             "File format: parquet, avro, json (the JSON values, one per line) or text.", STORAGE_GROUP, 1)
+             "File format: parquet, avro, json (the JSON values, one per line), text, or sequence (Hadoop "
+             "SequenceFiles of LongWritable time and the value, as Flume's HDFS sink writes them).", STORAGE_GROUP, 1)
     d.define("format.class", ConfigType.STRING, "", importance=Importance.LOW, group=STORAGE_GROUP,
              order_in_group=2, documentation="Confluent's format class (…ParquetFormat, …AvroFormat, …JsonFormat, "
                                              "…StringFormat); used when format is not given.")
@@ -165,6 +166,9 @@ def hdfs_def() -> ConfigDef:
     d.define("compression", ConfigType.STRING, "none", CaseInsensitiveValidString.in_(*COMPRESSIONS),
              Importance.LOW, "Codec of text and JSON files: none, gzip, bzip2, deflate, snappy or lz4.",
              STORAGE_GROUP, 9)
+    d.define("sequence.value", ConfigType.STRING, "bytes", CaseInsensitiveValidString.in_("bytes", "text"),
+             Importance.LOW, "The value class of sequence files: bytes (BytesWritable, Flume's writeFormat "
+             "Writable) or text (Text, writeFormat Text).", STORAGE_GROUP, 10)
     d.define("locale", ConfigType.STRING, "", importance=Importance.LOW, group=PARTITIONER_GROUP, order_in_group=7,
              documentation="Accepted for compatibility; folder names use the ISO calendar.")
     return d

@@ -4,8 +4,9 @@
 other strftime-like ones Flume documents) become ``{time:PATTERN}`` pieces, ``%{name}`` a ``{header:name}``
 piece, and ``%[localhost]``, ``%[IP]``, ``%[FQDN]`` this machine's name or address. The record time is the
 ``timestamp`` header (as in Flume, where a timestamp interceptor or the client sets it), or the wall clock
-with ``hdfs.useLocalTimeStamp``; ``hdfs.round*`` round it down as Flume does. Files are text, each body a
-line (``DataStream``), optionally compressed (``CompressedStream`` with ``hdfs.codeC``), named
+with ``hdfs.useLocalTimeStamp``; ``hdfs.round*`` round it down as Flume does. Files are Hadoop SequenceFiles
+of the event time and body (``SequenceFile``, Flume's default), or text, each body a line (``DataStream``),
+optionally compressed (``CompressedStream`` with ``hdfs.codeC``), named
 ``<filePrefix>.<host>.<topic>+<partition>+<first offset>+<last offset><fileSuffix>``: the offsets in the
 name make them exactly once, where Flume's counter made them unique; the host keeps agents of one name on
 several machines apart. The query's checkpoint is kept in the agent's work directory, beside the log.
@@ -253,8 +254,16 @@ def _file_type(c: SinkKeys, conn: dict[str, str], refuse: Refuse) -> None:
     newline = c.get("serializer.appendNewline", "true") or "true"
     if newline.lower() != "true":
         refuse(c.prefix + "serializer.appendNewline", newline, "each body is written as a line, with its newline")
-    c.accept("hdfs.writeFormat")  # Text or Writable: how a SequenceFile holds the body, which is never written
-    if kind == "DataStream":
+    write_format = c.get("hdfs.writeFormat", "Writable") or "Writable"  # only SequenceFiles use it
+    if kind == "SequenceFile":
+        if write_format not in ("Writable", "Text"):
+            refuse(c.prefix + "hdfs.writeFormat", write_format, "Writable (BytesWritable bodies) or Text")
+        if codec:
+            refuse(c.prefix + "hdfs.codeC", codec, "compressed SequenceFiles are not written; use hdfs.fileType = "
+                   "CompressedStream for compressed files, or leave the SequenceFile uncompressed")
+        conn["format"] = "sequence"
+        conn["sequence.value"] = "text" if write_format == "Text" else "bytes"
+    elif kind == "DataStream":
         if codec:
             refuse(c.prefix + "hdfs.codeC", codec, "a DataStream is not compressed; use hdfs.fileType = "
                    "CompressedStream with it")
@@ -267,9 +276,7 @@ def _file_type(c: SinkKeys, conn: dict[str, str], refuse: Refuse) -> None:
             return
         conn["compression"] = name
     else:
-        refuse(c.prefix + "hdfs.fileType", kind if c.get("hdfs.fileType") else "SequenceFile (Flume's default)",
-               "SequenceFiles are not written; set hdfs.fileType = DataStream (each body as a text line) or "
-               "CompressedStream with hdfs.codeC")
+        refuse(c.prefix + "hdfs.fileType", kind, "SequenceFile, DataStream or CompressedStream")
 
 
 def _file_names(c: SinkKeys, conn: dict[str, str], refuse: Refuse) -> None:

@@ -21,13 +21,14 @@ import pytest
 from connect.cli.flume_agent import _host_value
 from connect.cli.flume_hdfs import _local_zone
 from services.flume import flume_sender
+from tests.flume_support import read_sequence_file
 from tests.support import CliProcess, free_port, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 AVRO_TO_HDFS = textwrap.dedent("""
     # The User Guide's avro source (but for the port) with its timestamp interceptor example, a memory
-    # channel, and its HDFS sink example (plus the DataStream file type)
+    # channel, and its HDFS sink example as it is (Flume's default file type: SequenceFile)
     a1.sources = r1
     a1.sinks = k1
     a1.channels = c1
@@ -50,7 +51,6 @@ AVRO_TO_HDFS = textwrap.dedent("""
     a1.sinks.k1.hdfs.round = true
     a1.sinks.k1.hdfs.roundValue = 10
     a1.sinks.k1.hdfs.roundUnit = minute
-    a1.sinks.k1.hdfs.fileType = DataStream
 """)
 
 HTTP_TO_HDFS = textwrap.dedent("""
@@ -124,7 +124,7 @@ def test_avro_to_hdfs_from_the_user_guide_lands_every_event_in_its_time_folder(t
         assert done.returncode == 0, done.stderr[-3000:]
 
         def lines() -> int:
-            return sum(data.count(b"\n") for data in _files(client, "/flume/events").values())
+            return sum(len(read_sequence_file(data)[2]) for data in _files(client, "/flume/events").values())
 
         wait_until(lambda: lines() >= 20_000 or not agent.alive(), 300, interval=2,
                    what="20,000 lines in HDFS")
@@ -133,9 +133,14 @@ def test_avro_to_hdfs_from_the_user_guide_lands_every_event_in_its_time_folder(t
         assert agent.terminate(90) == 0, agent.log()[-5000:]
     ended = time.time() * 1000
     files = _files(client, "/flume/events")
-    bodies = [ln for data in files.values() for ln in data.decode().splitlines()]
+    assert all(read_sequence_file(d)[:2] == ("org.apache.hadoop.io.LongWritable", "org.apache.hadoop.io.BytesWritable")
+               for d in files.values())
+    records = [r for data in files.values() for r in read_sequence_file(data)[2]]
+    # LongWritable event time (the timestamp interceptor's header), BytesWritable body (length, then bytes)
+    stamps = [int.from_bytes(k, "big") for k, _ in records]
+    bodies = [v[4:].decode() for _, v in records]
     assert sorted(int(b.split()[1]) for b in bodies) == list(range(20_000))
-    assert all(b.startswith("event ") for b in bodies)
+    assert all(b.startswith("event ") for b in bodies) and all(started <= t <= ended for t in stamps)
     # folders: %y-%m-%d/%H%M/%S of the event's timestamp header, rounded down to ten minutes
     lo = _local(started).replace(minute=_local(started).minute // 10 * 10, second=0, microsecond=0)
     for path in files:

@@ -306,6 +306,7 @@ def test_without_a_suffix_a_compressed_file_gets_the_codecs_extension_and_no_tim
 def test_hdfs_keys_it_cannot_honour_are_refused_one_line_each(tmp_path):
     t = _hdfs_translate(tmp_path, HDFS_GUIDE.replace("a1.sinks.k1.hdfs.fileType = DataStream", """
     a1.sinks.k1.hdfs.rollSize = 1024
+    a1.sinks.k1.hdfs.codeC = lzo
     a1.sinks.k1.hdfs.roundValue = 7
     a1.sinks.k1.hdfs.filePrefix = ev-%H
     a1.sinks.k1.hdfs.kerberosPrincipal = flume/_HOST@EXAMPLE
@@ -313,7 +314,7 @@ def test_hdfs_keys_it_cannot_honour_are_refused_one_line_each(tmp_path):
     a1.sinks.k1.hdfs.pth = /typo
     """).replace("a1.sinks.k1.hdfs.filePrefix = events-\n", ""))
     problems = t.problems
-    expected = ["a1.sinks.k1.hdfs.fileType = SequenceFile (Flume's default): SequenceFiles are not written",
+    expected = ["a1.sinks.k1.hdfs.codeC = lzo: compressed SequenceFiles are not written",
                 "a1.sinks.k1.hdfs.rollSize = 1024: files are sized by events",
                 "a1.sinks.k1.hdfs.roundValue = 7: a divisor of 60",
                 "a1.sinks.k1.hdfs.filePrefix = ev-%H: escapes",
@@ -520,3 +521,13 @@ def test_keys_of_parts_not_listed_are_refused_as_typos(tmp_path):
     t = _translate(tmp_path, text)
     assert t.problems == ["a1.sources.ri.maxBatchCount = 1000: 'ri' is not in a1.sources (r1): a typo, or a part to "
                           "list there"]
+
+
+def test_flumes_default_file_type_is_a_sequence_file_of_writables_or_text(tmp_path):
+    t = _hdfs_translate(tmp_path, HDFS_GUIDE.replace("a1.sinks.k1.hdfs.fileType = DataStream\n", ""))
+    assert t.problems == []
+    sink = _by_name(t)["a1-k1"]
+    _valid_hdfs_config(sink)
+    assert sink["format"] == "sequence" and sink["sequence.value"] == "bytes" and sink["file.suffix"] == ""
+    t = _hdfs_translate(tmp_path, HDFS_GUIDE.replace("DataStream", "SequenceFile\na1.sinks.k1.hdfs.writeFormat = Text"))
+    assert _by_name(t)["a1-k1"]["sequence.value"] == "text"

@@ -97,3 +97,35 @@ def test_template_parsing():
                      ("/a/{header: x}", "does not name a header"), ("/a/{time:HH%}", "not a date pattern")]:
         with pytest.raises(ValueError, match=why):
             PathTemplate(bad)
+
+
+def test_sequence_files_hold_the_time_and_body_as_flumes_hdfs_sink_writes_them(tmp_path, hdfs, spark):
+    from tests.flume_support import read_sequence_file
+
+    log_dir, topic, root = tmp_path / "data", "flume.seq", f"/seq-{uuid.uuid4().hex[:8]}"
+    _produce(log_dir, topic, 30)
+    props = {"name": "seq", "topics": topic, "hdfs.url": hdfs.url, "spark.master": "local[1]",
+             "trigger.interval.ms": "200", "format": "sequence", "path.template": root + "/{header:app}",
+             "file.prefix": "FlumeData.", "file.suffix": "", "logs.dir": f"{root}/logs"}
+    with InProcessTask(HdfsSparkSinkTask, props, log_dir, tmp_path / "state") as t:
+        t.wait_records(30)
+    client = hdfs.client()
+    got: dict[str, list[tuple[int, bytes]]] = {}
+    for folder, _, names in client.walk(root):
+        for name in names:
+            if folder.startswith(f"{root}/logs"):
+                continue
+            assert file_name_pattern("FlumeData.", "").match(name), name
+            with client.read(f"{folder}/{name}") as fh:
+                key_class, value_class, records = read_sequence_file(fh.read())
+            assert (key_class, value_class) == ("org.apache.hadoop.io.LongWritable", "org.apache.hadoop.io.BytesWritable")
+            # LongWritable: 8 bytes; BytesWritable: a 4-byte length, then the bytes
+            got.setdefault(folder[len(root):], []).extend(
+                (int.from_bytes(k, "big"), v[4:4 + int.from_bytes(v[:4], "big")]) for k, v in records)
+    expected: dict[str, list[tuple[int, bytes]]] = {}
+    for i in range(30):
+        expected.setdefault(f"/{'shop' if i % 2 else 'web'}", []).append((T0 + i * MINUTE, f"event {i}".encode()))
+    assert {k: sorted(v) for k, v in got.items()} == expected
+    # and Hadoop's own reader reads them (through Spark), LongWritable and BytesWritable as Flume wrote them
+    read = spark.sparkContext.sequenceFile(f"{hdfs.url}{root}/web").collect()
+    assert sorted((k, bytes(v)) for k, v in read) == expected["/web"]
