@@ -26,8 +26,11 @@ the highest end offset found in the committed file names.
 Files: Parquet and Avro hold the fields of the JSON values (the schema is
 ``value.schema``, a Spark DDL string, or inferred from each batch and merged
 with what earlier batches saw); JSON files hold the values as they are, one
-per line; text files hold the values as UTF-8 lines. Tombstones (null
-values) are skipped. ``flush.size`` caps the records of a micro-batch (so of
+per line; text files hold the values as UTF-8 lines (optionally compressed);
+sequence files hold LongWritable times and the values, as Flume's HDFS sink
+writes them. With ``path.template`` (``path_template``) the folders are the
+template's, below ``hdfs.url``, and files in progress wait in
+``<logs.dir>/<connector>/+tmp``. Tombstones (null values) are skipped. ``flush.size`` caps the records of a micro-batch (so of
 each file) and ``rotate.interval.ms`` sets how often a micro-batch starts.
 """
 
@@ -229,7 +232,8 @@ class HdfsSparkSinkTask(SparkSinkTask):
         value = F.col("value").cast("string")
         if self.unwrap:
             value = F.get_json_object(value, "$.payload")
-        # the raw bytes are kept only for the dead-letter topic: carrying them costs every batch a column
+        # the raw bytes are kept only for the dead-letter topic, and as the body of sequence files: carrying
+        # them costs every batch a column
         raw = ("value",) if self.tolerate or self.format == "sequence" else ()
         base = df.where(F.col("value").isNotNull()).select(
             "topic", "partition", "offset", "timestamp", "key", "headers", *raw, value.alias("_value"))
