@@ -75,6 +75,10 @@ CONFIG_DEF = (
     .define(FLUSH_TIMEOUT_CONFIG, ConfigType.INT, 30_000, Range.at_least(1), importance=Importance.LOW,
             documentation="How long a commit waits for Kafka to acknowledge the records before it fails.")
 )
+# producer settings that are secrets: declared as passwords, so the worker never logs or returns them
+for _secret in ("sasl.password", "ssl.key.password", "ssl.keystore.password"):
+    CONFIG_DEF.define(PRODUCER_PREFIX + _secret, ConfigType.PASSWORD, None, importance=Importance.LOW,
+                      documentation=f"The producer's {_secret} (use a config provider to keep it out of the file).")
 
 _EVENT_SCHEMA = fastavro.parse_schema({
     "type": "record", "name": "AvroFlumeEvent", "namespace": "org.apache.flume.source.avro",
