@@ -26,8 +26,11 @@ the highest end offset found in the committed file names.
 Files: Parquet and Avro hold the fields of the JSON values (the schema is
 ``value.schema``, a Spark DDL string, or inferred from each batch and merged
 with what earlier batches saw); JSON files hold the values as they are, one
-per line; text files hold the values as UTF-8 lines. Tombstones (null
-values) are skipped. ``flush.size`` caps the records of a micro-batch (so of
+per line; text files hold the values as UTF-8 lines (optionally compressed);
+sequence files hold LongWritable times and the values, as Flume's HDFS sink
+writes them. With ``path.template`` (``path_template``) the folders are the
+template's, below ``hdfs.url``, and files in progress wait in
+``<logs.dir>/<connector>/+tmp``. Tombstones (null values) are skipped. ``flush.size`` caps the records of a micro-batch (so of
 each file) and ``rotate.interval.ms`` sets how often a micro-batch starts.
 """
 
@@ -45,7 +48,9 @@ from connect.api import AbstractConfig, ConfigDef, ConfigValue, ConnectException
 from spark_sinks.avro_values import AvroValues, avro_registry_url
 from spark_sinks.config import MAX_OFFSETS_PER_TRIGGER, TRIGGER_INTERVAL_MS, is_truthy, topics_of
 from spark_sinks.connector import SparkSinkConnector
-from spark_sinks.hdfs_config import FORMATS, PARTITIONERS, format_of, hdfs_def, partitioner_of
+from spark_sinks.hdfs_config import COMPRESSIONS, FORMATS, PARTITIONERS, format_of, hdfs_def, partitioner_of
+from spark_sinks.path_template import PathTemplate
+from spark_sinks.sequence_file import BYTES_WRITABLE, TEXT, sequence_file
 from spark_sinks.task import SparkSinkTask
 
 __all__ = ["HdfsSparkSink", "HdfsSparkSinkTask", "check_reachable"]
@@ -53,7 +58,14 @@ __all__ = ["HdfsSparkSink", "HdfsSparkSinkTask", "check_reachable"]
 log = logging.getLogger(__name__)
 
 TMP_DIR = "+tmp"
-_FILE_NAME = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)\+(?P<partition>\d+)\+(?P<start>\d+)\+(?P<end>\d+)\.\w+$")
+_DIR = "_dir"  # the column of each record's folder, with a path template
+
+
+def file_name_pattern(prefix: str = "", suffix: str | None = None) -> re.Pattern[str]:
+    """Committed file names: ``<prefix><topic>+<partition>+<start>+<end><suffix>`` (default suffix: .ext)."""
+    end = re.escape(suffix) if suffix is not None else r"\.\w+(?:\.\w+)?"
+    return re.compile(rf"^{re.escape(prefix)}(?P<topic>[A-Za-z0-9._-]+)\+(?P<partition>\d+)\+(?P<start>\d+)"
+                      rf"\+(?P<end>\d+){end}$")
 
 
 def check_reachable(url: str, timeout: float = 5.0) -> None:
@@ -113,7 +125,19 @@ class HdfsSparkSinkTask(SparkSinkTask):
         self.url = str(self.config.get("hdfs.url")).rstrip("/")
         self.topics_dir = "/" + str(self.config.get("topics.dir")).strip("/")
         self.format = format_of(props)
-        self.ext = FORMATS[self.format]
+        self.compression = str(self.config.get("compression")).lower()
+        if self.compression != "none" and self.format not in ("text", "json"):
+            raise ConnectException(f"compression={self.compression} is for text and json files; {self.format} "
+                                   "files use their own codec")
+        suffix = self.config.get("file.suffix")
+        self.prefix = str(self.config.get("file.prefix") or "")
+        self.suffix = str(suffix) if suffix is not None else f".{FORMATS[self.format]}{COMPRESSIONS[self.compression]}"
+        self.file_name = file_name_pattern(self.prefix, self.suffix)
+        template = str(self.config.get("path.template") or "").strip()
+        self.template = PathTemplate(template) if template else None
+        self.ts_header = str(self.config.get("timestamp.header") or "timestamp")
+        self.round_ms = int(self.config.get("timestamp.round.ms") or 0)
+        self.sequence_value = str(self.config.get("sequence.value") or "bytes").lower()
         self.partitioner, self.path_format = partitioner_of(props)
         self.fields = [f for f in self.config.get_list("partition.field.name") if f]
         self.extractor = str(self.config.get("timestamp.extractor")).lower()
@@ -143,7 +167,7 @@ class HdfsSparkSinkTask(SparkSinkTask):
         conf = spark._jsc.hadoopConfiguration()
         try:
             self._fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI(self.url), conf)
-            self._fs.mkdirs(self._path(self.url + self.topics_dir))
+            self._fs.mkdirs(self._path(self.url + (self.template.static_root() if self.template else self.topics_dir)))
         except Exception as exc:
             raise ConnectException(f"HDFS at {self.url} cannot be used: {_java_message(exc)}") from exc
 
@@ -152,8 +176,10 @@ class HdfsSparkSinkTask(SparkSinkTask):
         """The highest end offset in committed file names, per topic and partition."""
         topics, regex = topics_of(self.props)
         rx = re.compile(regex) if regex else None
-        root = self._path(self.url + self.topics_dir)
         found: dict[str, dict[str, int]] = {}
+        if self.template is not None:
+            return self._committed_below(self._path(self.url + self.template.static_root()), topics, rx)
+        root = self._path(self.url + self.topics_dir)
         if not self._fs.exists(root):
             return found
         for st in self._fs.listStatus(root):
@@ -162,10 +188,23 @@ class HdfsSparkSinkTask(SparkSinkTask):
                 continue
             files = self._fs.listFiles(st.getPath(), True)
             while files.hasNext():
-                m = _FILE_NAME.match(files.next().getPath().getName())
+                m = self.file_name.match(files.next().getPath().getName())
                 if m and m.group("topic") == topic:
                     parts = found.setdefault(topic, {})
                     parts[m.group("partition")] = max(parts.get(m.group("partition"), -1), int(m.group("end")))
+        return found
+
+    def _committed_below(self, root: Any, topics: list[str], rx: re.Pattern[str] | None) -> dict[str, dict[str, int]]:
+        """With a path template the topics share folders: every file name below the template's root counts."""
+        found: dict[str, dict[str, int]] = {}
+        if not self._fs.exists(root):
+            return found
+        files = self._fs.listFiles(root, True)
+        while files.hasNext():
+            m = self.file_name.match(files.next().getPath().getName())
+            if m and ((rx and rx.fullmatch(m.group("topic"))) or m.group("topic") in topics):
+                parts = found.setdefault(m.group("topic"), {})
+                parts[m.group("partition")] = max(parts.get(m.group("partition"), -1), int(m.group("end")))
         return found
 
     def recovered_starting_offsets(self, spark: Any) -> str | None:
@@ -193,13 +232,21 @@ class HdfsSparkSinkTask(SparkSinkTask):
         value = F.col("value").cast("string")
         if self.unwrap:
             value = F.get_json_object(value, "$.payload")
-        # the raw bytes are kept only for the dead-letter topic: carrying them costs every batch a column
-        raw = ("value",) if self.tolerate else ()
+        # the raw bytes are kept only for the dead-letter topic, and as the body of sequence files: carrying
+        # them costs every batch a column
+        raw = ("value",) if self.tolerate or self.format == "sequence" else ()
         base = df.where(F.col("value").isNotNull()).select(
             "topic", "partition", "offset", "timestamp", "key", "headers", *raw, value.alias("_value"))
-        if self.format != "text":
+        if self.format not in ("text", "sequence"):
             base = self._check_json(base)
         keys = ["topic", "partition", *self._partition_columns()]
+        if self.format == "sequence":
+            # Flume's SequenceFile record: the event time (its timestamp header, else now) and the body
+            stamp = F.coalesce(self._header(self.ts_header).try_cast("long"), F.unix_millis(F.current_timestamp()))
+            shaped = base.select("topic", "partition", "offset", *self._partition_exprs(spark),
+                                 stamp.alias("_ts"), F.col("value").alias("_bytes"))
+            self._write_files(df, shaped.select(*keys, "offset", "_ts", "_bytes"), keys, batch_id, started, None)
+            return
         shaped = base.select("topic", "partition", "offset", *self._partition_exprs(spark), "_value")
         cached = None
         if self.format in ("parquet", "avro"):
@@ -248,17 +295,27 @@ class HdfsSparkSinkTask(SparkSinkTask):
         starts = F.create_map(*[x for (t, p), (lo, _) in ranges.items() for x in (F.lit(f"{t}:{p}"), F.lit(lo))])
         ends = F.create_map(*[x for (t, p), (_, hi) in ranges.items() for x in (F.lit(f"{t}:{p}"), F.lit(hi))])
         out = shaped.withColumn("_start", starts[lookup]).withColumn("_end", ends[lookup]).drop("offset")
-        tmp = f"{self.url}{self.topics_dir}/{TMP_DIR}/{self.name}/{batch_id}"
+        tmp = f"{self._tmp_root()}/{batch_id}"
+        if self.format == "sequence":
+            self._write_sequence_files(out, [*keys, "_start", "_end"], tmp)
+            self._after_write(batch_id, cached, started, ranged)
+            return
         writer = (out.write.mode("overwrite").partitionBy(*keys, "_start", "_end")
                   .option("maxRecordsPerFile", 0)
                   # tasks commit straight into the temporary folder: the renames below are the real commit
                   .option("mapreduce.fileoutputcommitter.algorithm.version", "2"))
+        if self.format in ("text", "json"):
+            writer = writer.option("compression", self.compression)
         if self.format == "avro":
             writer.format("avro").save(tmp)
         elif self.format == "parquet":
             writer.parquet(tmp)
         else:
             writer.text(tmp)
+        self._after_write(batch_id, cached, started, ranged)
+
+    def _after_write(self, batch_id: int, cached: Any, started: float, ranged: float) -> None:
+        tmp = f"{self._tmp_root()}/{batch_id}"
         if cached is not None:
             cached.unpersist()
         wrote = time.monotonic()
@@ -266,6 +323,23 @@ class HdfsSparkSinkTask(SparkSinkTask):
         self.count("files_committed", committed)
         log.debug("%s: batch %d: offset ranges in %.0f ms, Spark wrote in %.0f ms, commit took %.0f ms", self.name,
                   batch_id, (ranged - started) * 1000, (wrote - ranged) * 1000, (time.monotonic() - wrote) * 1000)
+
+    def _write_sequence_files(self, out: Any, folders: list[str], tmp: str) -> None:
+        """One Hadoop SequenceFile per folder of the batch, in the folder layout of Spark's partitioned writes
+        (so the commit renames them alike). Spark has no SequenceFile writer for DataFrames: the batch's rows
+        come to the driver, which writes each file through the Hadoop file system."""
+        value_class = TEXT if self.sequence_value == "text" else BYTES_WRITABLE
+        groups: dict[tuple[Any, ...], list[tuple[int, bytes]]] = {}
+        for row in out.select(*folders, "_ts", "_bytes").toLocalIterator():
+            groups.setdefault(tuple(row[name] for name in folders), []).append((int(row["_ts"]), bytes(row["_bytes"])))
+        self._fs.delete(self._path(tmp), True)  # what an interrupted run of this batch left
+        for values, records in groups.items():
+            rel = "/".join(f"{name}={_escape(str(value))}" for name, value in zip(folders, values, strict=True))
+            stream = self._fs.create(self._path(f"{tmp}/{rel}/part-00000"), True)
+            try:
+                stream.write(sequence_file(records, value_class))
+            finally:
+                stream.close()
 
     def _batch_ranges(self, df: Any, batch_id: int) -> dict[tuple[str, int], tuple[int, int]]:
         """First and last offset of each topic-partition in the batch: from the query's offset log (this batch's
@@ -340,7 +414,16 @@ class HdfsSparkSinkTask(SparkSinkTask):
             self.count("records_dead_lettered", len(bad))
         return base.where(valid)
 
+    def _tmp_root(self) -> str:
+        """Where Spark writes a batch before the renames: with a path template, below logs.dir, so that no
+        folder of the template's tree holds files that are not committed yet."""
+        if self.template is not None:
+            return f"{self.url}/{str(self.config.get('logs.dir')).strip('/')}/{self.name}/{TMP_DIR}"
+        return f"{self.url}{self.topics_dir}/{TMP_DIR}/{self.name}"
+
     def _partition_columns(self) -> list[str]:
+        if self.template is not None:
+            return [_DIR]
         if self.partitioner == "time":
             return [name for name, _ in self.path_format]
         if self.partitioner == "field":
@@ -354,20 +437,42 @@ class HdfsSparkSinkTask(SparkSinkTask):
         if field is None:
             def field(name: str) -> Any:
                 return F.get_json_object("_value", f"$.{name}")
-        if self.partitioner == "field":
+        if self.template is None and self.partitioner == "field":
             return [field(f).alias(f) for f in self.fields]
-        if self.partitioner != "time":
+        if self.template is None and self.partitioner != "time":
             return []
+        if self.template is not None and not self.template.uses_time:
+            return [self.template.column(None, self._header).alias(_DIR)]
         if self.extractor == "wallclock":
             ts = F.current_timestamp()
         elif self.extractor == "recordfield":
             raw = field(self.ts_field)
             ts = F.coalesce(F.timestamp_millis(raw.try_cast("long")), F.try_to_timestamp(raw))
+        elif self.extractor == "header":
+            millis = self._header(self.ts_header).try_cast("long")
+            reason = F.format_string("%s-%d@%d: no header %s with the time in epoch ms, which timestamp.extractor="
+                                     "Header needs", "topic", "partition", "offset", F.lit(self.ts_header))
+            ts = F.when(millis.isNotNull(), F.timestamp_millis(millis)).otherwise(F.raise_error(reason))
         else:
             ts = F.col("timestamp")
         session_tz = spark.conf.get("spark.sql.session.timeZone")
         local = F.from_utc_timestamp(F.to_utc_timestamp(ts, session_tz), self.timezone)
+        if self.round_ms:
+            # down to a multiple of round_ms since local midnight, as Flume's hdfs.round does for its unit
+            midnight = F.date_trunc("day", local)
+            since = F.unix_millis(local) - F.unix_millis(midnight)
+            local = F.timestamp_millis(F.unix_millis(midnight) + F.floor(since / self.round_ms) * self.round_ms)
+        if self.template is not None:
+            return [self.template.column(local, self._header).alias(_DIR)]
         return [F.date_format(local, pattern).alias(name) for name, pattern in self.path_format]
+
+    @staticmethod
+    def _header(name: str) -> Any:
+        """The value of the record's (last) header ``name`` as text, or null."""
+        from pyspark.sql import functions as F
+
+        values = F.filter("headers", lambda h: h["key"] == F.lit(name))
+        return F.when(F.size(values) > 0, F.element_at(values, -1)["value"].cast("string"))
 
     def _batch_schema(self, spark: Any, shaped: Any) -> Any:
         from pyspark.sql.types import StructType
@@ -430,9 +535,17 @@ class HdfsSparkSinkTask(SparkSinkTask):
         partition = int(dirs[1].split("=", 1)[1])
         start = int(dirs[-2].split("=", 1)[1])
         end = int(dirs[-1].split("=", 1)[1])
+        name = f"{self.prefix}{topic}+{partition}+{start:0{self.pad}d}+{end:0{self.pad}d}{self.suffix}"
+        if self.template is not None:
+            folder = _unescape(dirs[2].split("=", 1)[1]).rstrip("/")
+            return f"{self.url}{folder}/{name}"
         folders = dirs[2:-2] if self.partitioner != "default" else [dirs[1]]
-        name = f"{topic}+{partition}+{start:0{self.pad}d}+{end:0{self.pad}d}.{self.ext}"
         return "/".join([f"{self.url}{self.topics_dir}", topic, *folders, name])
+
+
+def _escape(text: str) -> str:
+    """A folder name's value as Spark escapes partition values (%XX for anything but letters, digits, - _ .)."""
+    return re.sub(r"[^A-Za-z0-9_.\-]", lambda m: "".join(f"%{b:02X}" for b in m.group(0).encode()), text)
 
 
 def _unescape(text: str) -> str:

@@ -18,14 +18,15 @@ from connect.api import (
     Width,
 )
 from spark_sinks.config import check_timezone, java_to_spark_pattern, spark_sink_def
+from spark_sinks.path_template import PathTemplate
 
-__all__ = ["EXTRACTORS", "FORMATS", "PARTITIONERS", "format_of", "hdfs_def", "parse_path_format", "partitioner_of"]
+__all__ = ["COMPRESSIONS", "EXTRACTORS", "FORMATS", "PARTITIONERS", "format_of", "hdfs_def", "parse_path_format", "partitioner_of"]
 
 HDFS_GROUP = "HDFS"
 STORAGE_GROUP = "Storage"
 PARTITIONER_GROUP = "Partitioner"
 
-FORMATS = {"parquet": "parquet", "avro": "avro", "json": "json", "text": "txt"}
+FORMATS = {"parquet": "parquet", "avro": "avro", "json": "json", "text": "txt", "sequence": "seq"}
 PARTITIONERS = {
     "default": "default", "field": "field", "time": "time", "hourly": "hourly", "daily": "daily",
     "io.confluent.connect.storage.partitioner.DefaultPartitioner": "default",
@@ -35,7 +36,10 @@ PARTITIONERS = {
     "io.confluent.connect.storage.partitioner.DailyPartitioner": "daily",
 }
 _FIXED_FORMATS = {"hourly": "'year'=YYYY/'month'=MM/'day'=dd/'hour'=HH", "daily": "'year'=YYYY/'month'=MM/'day'=dd"}
-EXTRACTORS = ("Record", "RecordField", "Wallclock")
+EXTRACTORS = ("Record", "RecordField", "Wallclock", "Header")
+# codecs of text and JSON files, with the extension each adds to a file name
+COMPRESSIONS = {"none": "", "gzip": ".gz", "bzip2": ".bz2", "deflate": ".deflate", "snappy": ".snappy",
+                "lz4": ".lz4"}
 
 
 def parse_path_format(path_format: str) -> list[tuple[str, str]]:
@@ -71,6 +75,22 @@ def _check_path_format(name: str, value: Any) -> str | None:
     return None
 
 
+def _check_template(name: str, value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    try:
+        PathTemplate(str(value))
+    except ValueError as exc:
+        return f"Invalid value {value} for configuration {name}: {exc}"
+    return None
+
+
+def _check_file_part(name: str, value: Any) -> str | None:
+    if value and ("/" in str(value) or "+" in str(value)):
+        return f"Invalid value {value} for configuration {name}: no / or + in a part of a file name"
+    return None
+
+
 def _check_url(name: str, value: Any) -> str | None:
     if value in (None, ""):
         return None
@@ -97,7 +117,8 @@ def hdfs_def() -> ConfigDef:
     d.define("logs.dir", ConfigType.STRING, "/logs", importance=Importance.HIGH, group=HDFS_GROUP,
              order_in_group=3, documentation="Top folder of the connectors' Spark checkpoints.")
     d.define("format", ConfigType.STRING, "parquet", CaseInsensitiveValidString.in_(*FORMATS), Importance.HIGH,
-             "File format: parquet, avro, json (the JSON values, one per line) or text.", STORAGE_GROUP, 1)
+             "File format: parquet, avro, json (the JSON values, one per line), text, or sequence (Hadoop "
+             "SequenceFiles of LongWritable time and the value, as Flume's HDFS sink writes them).", STORAGE_GROUP, 1)
     d.define("format.class", ConfigType.STRING, "", importance=Importance.LOW, group=STORAGE_GROUP,
              order_in_group=2, documentation="Confluent's format class (…ParquetFormat, …AvroFormat, …JsonFormat, "
                                              "…StringFormat); used when format is not given.")
@@ -121,12 +142,33 @@ def hdfs_def() -> ConfigDef:
              order_in_group=3, documentation="Fields of the value for the field partitioner (folders field=value).")
     d.define("timestamp.extractor", ConfigType.STRING, "Record", CaseInsensitiveValidString.in_(*EXTRACTORS),
              Importance.MEDIUM, "Time of a record for time-based folders: Record (its timestamp), RecordField "
-             "(timestamp.field of the value) or Wallclock.", PARTITIONER_GROUP, 4)
+             "(timestamp.field of the value), Header (epoch ms in the header timestamp.header; a record "
+             "without it fails the batch, naming the record) or Wallclock.", PARTITIONER_GROUP, 4)
     d.define("timestamp.field", ConfigType.STRING, "timestamp", importance=Importance.MEDIUM,
              group=PARTITIONER_GROUP, order_in_group=5,
              documentation="Field with the record time (epoch ms, or an ISO-8601 string) for RecordField.")
     d.define("timezone", ConfigType.STRING, "UTC", LambdaValidator(check_timezone), Importance.MEDIUM,
              "Time zone of the time-based folders.", PARTITIONER_GROUP, 6)
+    d.define("timestamp.header", ConfigType.STRING, "timestamp", importance=Importance.LOW, group=PARTITIONER_GROUP,
+             order_in_group=8, documentation="Header with the record time in epoch ms, for the Header extractor.")
+    d.define("timestamp.round.ms", ConfigType.LONG, 0, Range.at_least(0), Importance.LOW,
+             "Round the record time down to a multiple of this many ms since midnight in timezone, before it "
+             "is formatted into folders (0: no rounding).", PARTITIONER_GROUP, 9)
+    d.define("path.template", ConfigType.STRING, "", LambdaValidator(_check_template), Importance.MEDIUM,
+             "Folders exactly as given below hdfs.url instead of <topics.dir>/<topic>/<partition path>: "
+             "literal text with {time:PATTERN} (the record time, a date pattern) and {header:NAME} (a header's "
+             "value), e.g. /flume/events/{time:yy-MM-dd}/{header:host}.", PARTITIONER_GROUP, 10)
+    d.define("file.prefix", ConfigType.STRING, "", LambdaValidator(_check_file_part), Importance.LOW,
+             "Text before <topic>+<partition>+<start>+<end> in file names.", STORAGE_GROUP, 7)
+    d.define("file.suffix", ConfigType.STRING, None, LambdaValidator(_check_file_part), Importance.LOW,
+             "Text after the offsets in file names (default: . and the format's extension, then the "
+             "compression's).", STORAGE_GROUP, 8)
+    d.define("compression", ConfigType.STRING, "none", CaseInsensitiveValidString.in_(*COMPRESSIONS),
+             Importance.LOW, "Codec of text and JSON files: none, gzip, bzip2, deflate, snappy or lz4.",
+             STORAGE_GROUP, 9)
+    d.define("sequence.value", ConfigType.STRING, "bytes", CaseInsensitiveValidString.in_("bytes", "text"),
+             Importance.LOW, "The value class of sequence files: bytes (BytesWritable, Flume's writeFormat "
+             "Writable) or text (Text, writeFormat Text).", STORAGE_GROUP, 10)
     d.define("locale", ConfigType.STRING, "", importance=Importance.LOW, group=PARTITIONER_GROUP, order_in_group=7,
              documentation="Accepted for compatibility; folder names use the ISO calendar.")
     return d

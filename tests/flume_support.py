@@ -158,3 +158,42 @@ def other_protocol() -> str:
                        "messages": {"appendBatch": {"request": [{"name": "lines", "type": {"type": "array",
                                                                                             "items": "string"}}],
                                                     "response": "int"}}})
+
+
+def read_sequence_file(data: bytes) -> tuple[str, str, list[tuple[bytes, bytes]]]:
+    """(key class, value class, [(key bytes, value bytes)]) of an uncompressed Hadoop SequenceFile (version 6),
+    as `hdfs dfs -text` would read it; raises AssertionError on anything else."""
+    stream = io.BytesIO(data)
+
+    def vint() -> int:
+        first = int.from_bytes(stream.read(1), "big", signed=True)
+        if first >= -112:
+            return first
+        negative = first < -120
+        size = (-119 - first) if negative else (-111 - first)
+        value = int.from_bytes(stream.read(size - 1), "big")
+        return ~value if negative else value
+
+    def text() -> str:
+        return stream.read(vint()).decode()
+
+    assert stream.read(4) == b"SEQ\x06", "not a version 6 SequenceFile"
+    key_class, value_class = text(), text()
+    compressed, block = stream.read(1), stream.read(1)
+    assert compressed == b"\x00" and block == b"\x00", "compressed SequenceFiles are not read here"
+    for _ in range(int.from_bytes(stream.read(4), "big")):  # metadata
+        text(), text()
+    sync = stream.read(16)
+    records = []
+    while True:
+        head = stream.read(4)
+        if not head:
+            break
+        length = int.from_bytes(head, "big", signed=True)
+        if length == -1:
+            assert stream.read(16) == sync
+            continue
+        key_length = int.from_bytes(stream.read(4), "big")
+        key = stream.read(key_length)
+        records.append((key, stream.read(length - key_length)))
+    return key_class, value_class, records

@@ -22,6 +22,7 @@ connector per object) and exits, for moving off the Flume format.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import re
 import socket
@@ -31,6 +32,7 @@ from typing import Any
 
 from connect.cli.exit import CliError
 from connect.cli.flume_exec import ExecCommand, ExecCommands
+from connect.cli.flume_hdfs import default_fs_from_hadoop_conf, hdfs_sink
 
 __all__ = ["AgentTranslation", "add_parser", "translate"]
 
@@ -49,12 +51,15 @@ _CHANNEL_KEYS = {
 class AgentTranslation:
     """The worker config and the connector configs derived from one agent."""
 
-    def __init__(self, agent: str, work: Path) -> None:
+    def __init__(self, agent: str, work: Path, default_fs: str | None = None) -> None:
         self.agent = agent
         self.work = work
+        self.default_fs = default_fs  # the HDFS that an hdfs sink's path without hdfs://host means
         self.connectors: list[dict[str, str]] = []
         self.commands: list[ExecCommand] = []
         self.problems: list[str] = []
+        # a TAILDIR source's name -> its file groups' settings (one connector each)
+        self.taildir_groups: dict[str, list[dict[str, str]]] = {}
 
     def refuse(self, key: str, value: str, instead: str) -> None:
         self.problems.append(f"{key} = {value}: {instead}")
@@ -112,14 +117,14 @@ def _avro(c: _Component, conn: dict[str, str]) -> None:
 
 
 def _http(c: _Component, conn: dict[str, str]) -> None:
-    conn["connector.class"] = "HttpSource"
+    # Flume's events, headers and body, as the avro source makes them (HttpSource would make log events)
+    conn["connector.class"] = "FlumeHttpSource"
     conn["listeners"] = _listener(c, "http")
     handler = c.get("handler", "org.apache.flume.source.http.JSONHandler")
     if handler != "org.apache.flume.source.http.JSONHandler":
         c.out.refuse(c.prefix + "handler", str(handler), "only Flume's JSONHandler format is read (HttpSource also "
                      "takes NDJSON and single JSON objects)")
-    conn["value.converter"] = JSON
-    conn["value.converter.schemas.enable"] = "false"
+    conn["value.converter"] = BYTES
 
 
 def _syslog(scheme: str) -> Callable[[_Component, dict[str, str]], None]:
@@ -132,25 +137,39 @@ def _syslog(scheme: str) -> Callable[[_Component, dict[str, str]], None]:
 
 
 def _taildir(c: _Component, conn: dict[str, str]) -> None:
+    """Each file group becomes a TailDirSource writing the source's topic, its lines as Flume's bodies; the
+    group's ``headers.<group>.<key>`` an InsertHeader (run before the interceptors, as Flume adds them first)."""
     conn["connector.class"] = "TailDirSource"
+    conn["record.format"] = "line"
     groups = _split(c.get("filegroups"))
-    if len(groups) != 1:
-        c.out.refuse(c.prefix + "filegroups", " ".join(groups) or "(missing)",
-                     "one file group per source: give each group a source of its own")
+    if not groups:
+        c.out.refuse(c.prefix + "filegroups", "(missing)", "a TAILDIR source needs filegroups")
         return
-    path = c.get(f"filegroups.{groups[0]}") or ""
-    directory, _, pattern = path.rpartition("/")
-    # Flume's file part is a regex; only names with .* wildcards read the same as a glob
-    if not directory or not re.fullmatch(r"(?:[\w\-]|\.\*|\.)+", pattern):
-        c.out.refuse(c.prefix + f"filegroups.{groups[0]}", path, "only a directory and a file name with .* "
-                     "wildcards can be translated; use TailDirSource's directory and file.pattern (a glob)")
-        return
-    glob = pattern.replace(".*", "*")
-    conn["directory"] = directory
-    conn["file.pattern"] = glob
-    c.accept("positionFile", "batchSize", "writePosInterval", "fileHeader")  # offsets live in the worker
-    conn["value.converter"] = JSON
-    conn["value.converter.schemas.enable"] = "false"
+    variants: list[dict[str, str]] = []
+    for group in groups:
+        path = c.get(f"filegroups.{group}") or ""
+        directory, _, pattern = path.rpartition("/")
+        # Flume's file part is a regex; only names with .* wildcards read the same as a glob
+        if not directory or not re.fullmatch(r"(?:[\w\-]|\.\*|\.)+", pattern):
+            c.out.refuse(c.prefix + f"filegroups.{group}", path or "(missing)", "only a directory and a file name "
+                         "with .* wildcards can be translated; use TailDirSource's directory and file.pattern (a glob)")
+            continue
+        variant = {"name": conn["name"] if len(groups) == 1 else f"{conn['name']}-{group}", "directory": directory,
+                   "file.pattern": pattern.replace(".*", "*")}
+        prefix = f"headers.{group}."
+        for key in sorted(k for k in c.keys if k.startswith(prefix)):
+            header = key[len(prefix):]
+            t = f"transforms.hdr-{header}."
+            variant["transforms"] = ",".join(filter(None, [variant.get("transforms"), f"hdr-{header}"]))
+            variant.update({t + "type": "InsertHeader", t + "header": header, t + "value.literal": c.get(key) or ""})
+        variants.append(variant)
+    c.out.taildir_groups[conn["name"]] = variants
+    if (c.get("fileHeader", "false") or "false").lower() == "true":
+        conn["file.header.key"] = c.get("fileHeaderKey", "file") or "file"
+    # positions live in the worker's offsets; the worker's own batching replaces Flume's
+    c.accept("positionFile", "batchSize", "writePosInterval", "maxBatchCount", "skipToEnd", "idleTimeout",
+             "cachePatternMatching", "fileHeaderKey")
+    conn["value.converter"] = BYTES
 
 
 def _netcat(c: _Component, conn: dict[str, str]) -> None:
@@ -189,6 +208,48 @@ def _exec(c: _Component, conn: dict[str, str]) -> None:
     conn["value.converter"] = STRING
 
 
+def _spooldir(c: _Component, conn: dict[str, str]) -> None:
+    conn["connector.class"] = "SpoolDirSource"
+    directory = c.get("spoolDir")
+    if not directory:
+        c.out.refuse(c.prefix + "spoolDir", "(missing)", "a spooldir source needs spoolDir")
+    conn["spool.dir"] = directory or ""
+    for flume_key, key in (("fileSuffix", "file.suffix"), ("includePattern", "include.pattern"),
+                           ("ignorePattern", "ignore.pattern"), ("consumeOrder", "consume.order"),
+                           ("inputCharset", "input.charset"), ("decodeErrorPolicy", "decode.error.policy"),
+                           ("deserializer.maxLineLength", "max.line.length"), ("batchSize", "batch.size"),
+                           ("pollDelay", "poll.delay.ms")):
+        value = c.get(flume_key)
+        if value:
+            conn[key] = value
+    policy = c.get("deletePolicy", "never") or "never"
+    if policy not in ("never", "immediate"):
+        c.out.refuse(c.prefix + "deletePolicy", policy, "never or immediate")
+    conn["delete.policy"] = policy
+    for flag, key_key, default, key in (("fileHeader", "fileHeaderKey", "file", "file.header.key"),
+                                        ("basenameHeader", "basenameHeaderKey", "basename", "basename.header.key")):
+        name = c.get(key_key, default) or default
+        if (c.get(flag, "false") or "false").lower() == "true":
+            conn[key] = name
+    deserializer = c.get("deserializer", "LINE") or "LINE"
+    if deserializer.upper() != "LINE" and deserializer != "org.apache.flume.serialization.LineDeserializer$Builder":
+        c.out.refuse(c.prefix + "deserializer", deserializer, "only LINE (one event per line) is read")
+    output = c.get("deserializer.outputCharset", "UTF-8") or "UTF-8"
+    if output.replace("-", "").upper() != "UTF8":
+        c.out.refuse(c.prefix + "deserializer.outputCharset", output, "events are written as UTF-8")
+    tracking = c.get("trackingPolicy", "rename") or "rename"
+    if tracking != "rename":
+        c.out.refuse(c.prefix + "trackingPolicy", tracking, "finished files are renamed (or deleted); set "
+                     "trackingPolicy = rename")
+    recursive = c.get("recursiveDirectorySearch", "false") or "false"
+    if recursive.lower() != "false":
+        c.out.refuse(c.prefix + "recursiveDirectorySearch", recursive, "only files directly in spoolDir are read; "
+                     "give each subdirectory a source of its own")
+    # where Flume keeps its place and how it backs off: the worker's offsets and poll loop take their place
+    c.accept("trackerDir", "maxBackoff", "bufferMaxLines", "bufferMaxLineLength")
+    conn["value.converter"] = BYTES
+
+
 _SOURCES: dict[str, Callable[[_Component, dict[str, str]], None]] = {
     "avro": _avro, "org.apache.flume.source.AvroSource": _avro,
     "http": _http, "org.apache.flume.source.http.HTTPSource": _http,
@@ -196,9 +257,9 @@ _SOURCES: dict[str, Callable[[_Component, dict[str, str]], None]] = {
     "TAILDIR": _taildir, "taildir": _taildir,
     "netcat": _netcat, "org.apache.flume.source.NetcatSource": _netcat,
     "exec": _exec, "org.apache.flume.source.ExecSource": _exec,
+    "spooldir": _spooldir, "org.apache.flume.source.SpoolDirectorySource": _spooldir,
 }
 _MISSING_SOURCES = {
-    "spooldir": "Headrace has no spooling-directory source; tail the directory with a TAILDIR source",
     "thrift": "Headrace speaks Flume's Avro RPC, not Thrift; point the client at an avro source",
 }
 
@@ -223,14 +284,55 @@ def _logger(c: _Component, conn: dict[str, str]) -> None:
         conn["max.body.bytes"] = size
 
 
+def _hdfs(c: _Component, conn: dict[str, str]) -> None:
+    hdfs_sink(c, conn, c.out.refuse, c.out.default_fs, c.out.work, c.out.agent)
+
+
+# Java producer settings librdkafka names differently
+_JAVA_PRODUCER_NAMES = {"max.request.size": "message.max.bytes", "buffer.memory": "queue.buffering.max.kbytes",
+                        "retries": "message.send.max.retries", "max.block.ms": "(none: put waits while the queue "
+                        "is full)", "key.serializer": "(none: keys and values are bytes)",
+                        "value.serializer": "(none: keys and values are bytes)"}
+
+
+def _kafka(c: _Component, conn: dict[str, str]) -> None:
+    # the plugin's own check of producer settings (by module name: mypy checks connect/, not the plugins)
+    producer_settings_problems = importlib.import_module("plugins.flume.kafka_sink").producer_settings_problems
+    conn["connector.class"] = "FlumeKafkaSink"
+    conn["header.converter"] = STRING  # Flume headers are strings: keep them so, whatever they look like
+    servers = c.get("kafka.bootstrap.servers") or c.get("brokerList")  # brokerList: Flume's older name
+    if not servers:
+        c.out.refuse(c.prefix + "kafka.bootstrap.servers", "(missing)", "a kafka sink needs the cluster's address")
+    conn["kafka.bootstrap.servers"] = servers or ""
+    conn["kafka.topic"] = c.get("kafka.topic") or c.get("topic") or "default-flume-topic"
+    settings = {k[len("kafka.producer."):]: v for k, v in c.keys.items() if k.startswith("kafka.producer.")}
+    acks = c.get("requiredAcks")  # Flume's older name of kafka.producer.acks
+    if acks and "acks" not in settings:
+        settings["acks"] = acks
+    for key, value in settings.items():
+        conn["kafka.producer." + key] = value
+        c.accept("kafka.producer." + key)
+    for key, reason in producer_settings_problems(settings):
+        hint = _JAVA_PRODUCER_NAMES.get(key)
+        c.out.refuse(c.prefix + "kafka.producer." + key, settings[key], f"the Kafka client here (librdkafka) "
+                     f"refuses it: {reason}" + (f"; its name for this is {hint}" if hint else ""))
+    for flume_key, key in (("useFlumeEventFormat", "flume.event.format"), ("defaultPartitionId", "default.partition.id"),
+                           ("partitionIdHeader", "partition.id.header"), ("allowTopicOverride", "allow.topic.override"),
+                           ("topicHeader", "topic.header")):
+        given = c.get(flume_key)
+        if given:
+            conn[key] = given
+    # the producer batches on its own (linger.ms, batch.size); the User Guide's example spells the first
+    # kafka.flumeBatchSize
+    c.accept("flumeBatchSize", "kafka.flumeBatchSize", "batchSize")
+
+
 _SINKS: dict[str, Callable[[_Component, dict[str, str]], None]] = {
-    "file_roll": _file_roll, "logger": _logger,
+    "file_roll": _file_roll, "logger": _logger, "hdfs": _hdfs, "org.apache.flume.sink.hdfs.HDFSEventSink": _hdfs,
+    "org.apache.flume.sink.kafka.KafkaSink": _kafka,
 }
+_SINKS["kafka"] = _kafka
 _MISSING_SINKS = {
-    "hdfs": "not translated yet; run an HdfsSparkSink connector on the channel's topic (see the README's Spark "
-            "sinks), or use --print-connectors for the other parts",
-    "kafka": "run Headrace on Kafka instead (-c a worker config with bootstrap.servers): every channel is then a "
-             "Kafka topic, named <agent>.<source>",
     "avro": "send to the next hop's Headrace worker directly: give the upstream client that worker's address",
     "null": "drop the sink: a topic nobody reads costs nothing but its retention",
 }
@@ -247,13 +349,23 @@ def _host_value(use_ip: bool) -> str:
         return "127.0.0.1"
 
 
+# the Builder class names the User Guide's examples also use, as their short names
+_INTERCEPTOR_CLASSES = {
+    "org.apache.flume.interceptor.HostInterceptor$Builder": "host",
+    "org.apache.flume.interceptor.TimestampInterceptor$Builder": "timestamp",
+    "org.apache.flume.interceptor.StaticInterceptor$Builder": "static",
+    "org.apache.flume.interceptor.RegexFilteringInterceptor$Builder": "regex_filter",
+}
+
+
 def _interceptors(c: _Component, conn: dict[str, str]) -> None:
     names = _split(c.get("interceptors"))
     transforms: list[str] = []
     predicates: list[str] = []
     for name in names:
         prefix = f"interceptors.{name}."
-        kind = c.get(prefix + "type")
+        given = c.get(prefix + "type")
+        kind = _INTERCEPTOR_CLASSES.get(str(given), given)
         t = f"transforms.{name}."
         if kind in ("static", "host"):
             if kind == "static":
@@ -265,12 +377,17 @@ def _interceptors(c: _Component, conn: dict[str, str]) -> None:
                 value = _host_value((c.get(prefix + "useIP", "true") or "").lower() != "false")
                 preserve_default = "false"
             preserve = c.get(prefix + "preserveExisting", preserve_default)
-            if preserve and preserve.lower() == "true":
-                c.out.refuse(c.prefix + prefix + "preserveExisting", preserve, "InsertHeader adds the header beside "
-                             "any the event has; set preserveExisting = false to accept that")
             conn[t + "type"] = "InsertHeader"
             conn[t + "header"] = key
             conn[t + "value.literal"] = value
+            if preserve and preserve.lower() == "true":
+                # only events without the header get it: InsertHeader behind a negated HasHeaderKey
+                gate = f"{name}-has-{key}"
+                conn[t + "predicate"] = gate
+                conn[t + "negate"] = "true"
+                conn[f"predicates.{gate}.type"] = "HasHeaderKey"
+                conn[f"predicates.{gate}.name"] = key
+                predicates.append(gate)
         elif kind == "timestamp":
             conn[t + "type"] = "InsertTimestampHeader"
             conn[t + "header"] = c.get(prefix + "headerName", "timestamp") or "timestamp"
@@ -286,7 +403,7 @@ def _interceptors(c: _Component, conn: dict[str, str]) -> None:
             conn[f"predicates.{name}.pattern"] = regex
             predicates.append(name)
         else:
-            c.out.refuse(c.prefix + prefix + "type", str(kind), "Headrace translates the static, host, timestamp "
+            c.out.refuse(c.prefix + prefix + "type", str(given), "Headrace translates the static, host, timestamp "
                          "and regex_filter interceptors; use a Headrace transform on the connector from "
                          "--print-connectors instead")
             continue
@@ -338,10 +455,21 @@ class _Multiplexing:
         return out
 
 
-def translate(props: Mapping[str, str], agent: str, work: Path | None = None) -> AgentTranslation:
+def _with_group(conn: dict[str, str], group: dict[str, str]) -> dict[str, str]:
+    """A TAILDIR source's connector for one file group: its headers' transforms before the interceptors'."""
+    out = {**conn, **group}
+    out["transforms"] = ",".join(filter(None, [group.get("transforms"), conn.get("transforms")]))
+    if not out["transforms"]:
+        del out["transforms"]
+    return out
+
+
+def translate(props: Mapping[str, str], agent: str, work: Path | None = None,
+              default_fs: str | None = None) -> AgentTranslation:
     """The Headrace connectors of agent ``agent`` (and the commands of its exec sources, whose output goes
-    below ``work``); ``problems`` lists every key that cannot be honoured."""
-    out = AgentTranslation(agent, work or Path(f"headrace-flume-{agent}").resolve())
+    below ``work``); ``problems`` lists every key that cannot be honoured. ``default_fs`` is the HDFS an hdfs
+    sink's path without a host is on (Hadoop's fs.defaultFS)."""
+    out = AgentTranslation(agent, work or Path(f"headrace-flume-{agent}").resolve(), default_fs)
     top = f"{agent}."
     if not any(k.startswith(top) for k in props):
         out.problems.append(f"no key starts with '{top}': is --name the agent's name in the file?")
@@ -354,6 +482,13 @@ def translate(props: Mapping[str, str], agent: str, work: Path | None = None) ->
             hint = ("sink groups (failover, load_balance) are not translated: one sink per channel"
                     if key.startswith(f"{agent}.sinkgroups") else "not a part of a Flume agent config")
             out.refuse(key, props[key], hint)
+    listed = {"sources": sources, "channels": channels, "sinks": sinks}
+    for key in props:
+        part, _, rest = key[len(top):].partition(".") if key.startswith(top) else ("", "", "")
+        name = rest.split(".", 1)[0]
+        if part in listed and rest and name not in listed[part]:
+            out.refuse(key, props[key], f"'{name}' is not in {agent}.{part} ({' '.join(listed[part]) or 'empty'}): "
+                       "a typo, or a part to list there")
     channel_topics: dict[str, list[str]] = {c: [] for c in channels}
     selectors: dict[str, _Multiplexing] = {}  # topic of a source with a multiplexing selector -> it
     for name in channels:
@@ -395,7 +530,11 @@ def translate(props: Mapping[str, str], agent: str, work: Path | None = None) ->
                        "translated; route with a Filter transform and a predicate on each sink instead")
         _interceptors(c, conn)
         c.refuse_rest(f"a {kind} source")
-        out.connectors.append(conn)
+        groups = out.taildir_groups.pop(conn["name"], None)
+        if groups is None:
+            out.connectors.append(conn)
+        for group in groups or ():
+            out.connectors.append(_with_group(conn, group))
     readers: dict[str, str] = {}
     for name in sinks:
         c = _Component(props, f"{agent}.sinks.{name}.", out)
@@ -407,7 +546,7 @@ def translate(props: Mapping[str, str], agent: str, work: Path | None = None) ->
         build = _SINKS.get(kind)
         if build is None:
             out.refuse(c.prefix + "type", kind or "(missing)", "unknown sink type; Headrace translates "
-                       + ", ".join(sorted(_SINKS)))
+                       + ", ".join(sorted(k for k in _SINKS if "." not in k)))
             continue
         if channel not in channel_topics:
             out.refuse(c.prefix + "channel", channel or "(missing)", f"a sink reads one channel (singular) of "
@@ -445,7 +584,7 @@ def _load(path: str) -> dict[str, str]:
         raise CliError(f"cannot read {path}: {exc}") from None
 
 
-def _worker_props(args: argparse.Namespace, work: Path) -> dict[str, str]:
+def _worker_props(args: argparse.Namespace, work: Path, spark: bool = False) -> dict[str, str]:
     props = {
         "embedded.log.dir": str(work / "data"),
         "offset.storage.file.filename": str(work / "connect.offsets"),
@@ -454,6 +593,8 @@ def _worker_props(args: argparse.Namespace, work: Path) -> dict[str, str]:
         "value.converter": BYTES,
         "listeners": "",
     }
+    if spark:
+        props["task.shutdown.graceful.timeout.ms"] = "30000"  # a Spark query takes seconds to stop
     if args.worker_config:
         props.update(_load(args.worker_config))
     return props
@@ -473,7 +614,8 @@ def _run(args: argparse.Namespace) -> int:
     from connect.logging_setup import configure_logging
 
     work = Path(args.work_dir or f"headrace-flume-{args.name}").resolve()
-    translation = translate(_load(args.conf_file), args.name, work)
+    default_fs = args.default_fs or default_fs_from_hadoop_conf()
+    translation = translate(_load(args.conf_file), args.name, work, default_fs)
     if translation.problems:
         return fail("\nERROR ".join(f"{args.conf_file}: {p}" for p in translation.problems))
     if args.print_connectors:
@@ -484,7 +626,8 @@ def _run(args: argparse.Namespace) -> int:
                              indent=2))
         return 0
     work.mkdir(parents=True, exist_ok=True)
-    worker = _write(work / "worker.properties", _worker_props(args, work))
+    spark = any(c.get("connector.class") == "HdfsSparkSink" for c in translation.connectors)
+    worker = _write(work / "worker.properties", _worker_props(args, work, spark))
     files = [str(_write(work / f"{c['name']}.properties", c)) for c in translation.connectors]
     configure_logging()
     from connect.cli.standalone import StandaloneRuntime
@@ -505,6 +648,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--print-connectors", action="store_true",
                    help="print the Headrace connector configs derived from the agent, then exit")
     p.add_argument("--work-dir", help="where the worker keeps its log and offsets (default ./headrace-flume-<name>)")
+    p.add_argument("--default-fs", help="the HDFS of hdfs sink paths without hdfs://host:port (Hadoop's "
+                   "fs.defaultFS; default: from $HADOOP_CONF_DIR/core-site.xml)")
     p.add_argument("-c", "--worker-config", help="a worker .properties file to start from (e.g. to run on Kafka)")
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(handler=_run)

@@ -335,7 +335,7 @@ class HttpSourceTask(QueueingSourceTask):
                                 [("WWW-Authenticate", 'Basic realm="headrace-http-source"')])
         peer = environ.get("REMOTE_ADDR", "?")
         try:
-            events = parse_events(self._read_body(environ), self.max_event_bytes)
+            events = self.parse(self._read_body(environ))
         except TooLarge as exc:
             self.counters.add("rejected_too_large")
             self._warn.warning("%s refused a request from %s: %s", self.name, peer, exc)
@@ -347,7 +347,7 @@ class HttpSourceTask(QueueingSourceTask):
             self._warn.warning("%s refused a request from %s: %s", self.name, peer, exc)
             return self._answer(start_response, "400 Bad Request", {"error": str(exc)})
         ticket = Ticket(len(events))
-        if not self.offer_events(events, ticket):
+        if not self.enqueue(events, ticket):
             self.counters.add("rejected_busy")
             return self._busy(start_response, "too many events waiting for the log" if not self.stopping
                               else "the source is stopping")
@@ -357,6 +357,14 @@ class HttpSourceTask(QueueingSourceTask):
             return self._busy(start_response, reason + "; the events may or may not be in the log")
         self.counters.add("accepted_events", len(events))
         return self._answer(start_response, "200 OK", {"accepted": len(events)})
+
+    def parse(self, body: bytes) -> list[Any]:
+        """The events of a request body (raises BadInput naming the bad line); a subclass may read others."""
+        return parse_events(body, self.max_event_bytes)
+
+    def enqueue(self, events: list[Any], ticket: Ticket) -> bool:
+        """Queue what ``parse`` returned for the log; False when the queue is full or the source stops."""
+        return self.offer_events(events, ticket)
 
     def _authorized(self, header: str) -> bool:
         assert self._auth is not None

@@ -40,13 +40,16 @@ from connect.api import (
     ConfigDef,
     ConfigType,
     ConnectException,
+    ConnectHeaders,
     FilePath,
     Importance,
     LambdaValidator,
     NonEmptyString,
     Range,
+    Schema,
     SourceRecord,
     SourceTask,
+    ValidString,
 )
 from connect.api.log_event import LOG_EVENT_SCHEMA, file_line_event, iso_timestamp
 from plugins.ingest._common import TASK_ID_CONFIG, TOPIC_CONFIG, IngestConnector, version
@@ -63,6 +66,8 @@ SCAN_INTERVAL_CONFIG = "scan.interval.ms"
 BATCH_SIZE_CONFIG = "batch.size"
 MAX_EVENT_BYTES_CONFIG = "max.event.bytes"
 MAX_FILES_CONFIG = "max.files"
+RECORD_FORMAT_CONFIG = "record.format"
+FILE_HEADER_CONFIG = "file.header.key"
 
 _HEAD = 256  # bytes of a file's start that tell it apart from another file with a reused inode
 _CHUNK = 1 << 20
@@ -110,6 +115,12 @@ CONFIG_DEF = (
             documentation="A longer line (or multiline event) is cut at this many bytes, with a WARNING.")
     .define(MAX_FILES_CONFIG, ConfigType.INT, 1000, Range.at_least(1), importance=Importance.LOW,
             documentation="The most files open at once; further matches wait until others are done.")
+    .define(RECORD_FORMAT_CONFIG, ConfigType.STRING, "log-event", ValidString.in_("log-event", "line"),
+            importance=Importance.LOW,
+            documentation="log-event: each event a log event (message, file path, host); line: its bytes as they "
+            "are, as Flume's TAILDIR makes its event bodies.")
+    .define(FILE_HEADER_CONFIG, ConfigType.STRING, "", importance=Importance.LOW,
+            documentation="If set, a header of this name holds the file's path (as Flume's fileHeader).")
 )
 
 
@@ -149,6 +160,8 @@ class TailDirSourceTask(SourceTask):
         self._batch = 5000
         self._max_event = 1 << 20
         self._max_files = 1000
+        self._raw_lines = False
+        self._file_header = ""
         self._files: dict[str, _File] = {}
         self._next_scan = 0.0
         self._stopping = threading.Event()
@@ -172,6 +185,8 @@ class TailDirSourceTask(SourceTask):
         self._batch = int(config.get_int(BATCH_SIZE_CONFIG) or 1)
         self._max_event = int(config.get_int(MAX_EVENT_BYTES_CONFIG) or 64)
         self._max_files = int(config.get_int(MAX_FILES_CONFIG) or 1)
+        self._raw_lines = config.get_string(RECORD_FORMAT_CONFIG) == "line"
+        self._file_header = str(config.get_string(FILE_HEADER_CONFIG) or "")
         self.name = f"TailDirSource[{props.get('name', '?')}|task-{props.get(TASK_ID_CONFIG, '0')}]"
         self._stopping.clear()
         log.info("%s tailing %s under %s into topic %s", self.name, self._pattern, self._dir, self._topic)
@@ -355,10 +370,17 @@ class TailDirSourceTask(SourceTask):
             f.head_len = min(end, _HEAD)
             f.head = _head_crc(f.handle, f.head_len)
         now = time.time()
-        event = file_line_event(f.path, data.decode("utf-8", "replace"), iso_timestamp(now), self._hostname)
         offset = {"position": end, "path": f.path, "head": f.head, "head.length": f.head_len}
+        headers = None
+        if self._file_header:
+            headers = ConnectHeaders()
+            headers.add(self._file_header, f.path, Schema.OPTIONAL_STRING_SCHEMA)
+        if self._raw_lines:
+            return SourceRecord(f.partition, offset, self._topic, None, None, None, Schema.BYTES_SCHEMA, data,
+                                int(now * 1000), headers)
+        event = file_line_event(f.path, data.decode("utf-8", "replace"), iso_timestamp(now), self._hostname)
         return SourceRecord(f.partition, offset, self._topic, None, None, None, LOG_EVENT_SCHEMA, event,
-                            int(now * 1000))
+                            int(now * 1000), headers)
 
 
 def _head_crc(handle: Any, length: int) -> int:

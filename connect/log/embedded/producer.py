@@ -302,8 +302,13 @@ class EmbeddedProducer(Producer):
     def _serve_callbacks(self) -> int:
         served = 0
         self._done_event.clear()
-        while self._done:
-            cb, err, md = self._done.popleft()
+        while True:
+            # the task thread (poll) and the offset committer (flush) may both serve: the deque's emptiness
+            # can change between a check and the pop, so the pop itself is the check
+            try:
+                cb, err, md = self._done.popleft()
+            except IndexError:
+                break
             served += 1
             try:
                 cb(err, md)
