@@ -6,4 +6,4 @@ bash scripts/install.sh
 ruff check .
 lint-imports          # the layer rules of ARCHITECTURE.md
 mypy                  # connect/, as configured in pyproject.toml
-python3 -m pytest -q -p no:cacheprovider "$@"
+python3 -m pytest -q -p no:cacheprovider --durations=30 "$@"  # the slowest 30: where the 30-minute budget goes
