@@ -237,7 +237,6 @@ class HdfsSparkSinkTask(SparkSinkTask):
 
     def _write_files(self, df: Any, shaped: Any, keys: list[str], batch_id: int, started: float,
                      cached: Any) -> None:
-
         # Each input partition of a micro-batch holds one topic-partition (both sources plan them so), so no
         # shuffle is needed: the files of a topic-partition carry the offset range it had in this batch.
         ranges = self._batch_ranges(cached if cached is not None else df, batch_id)
