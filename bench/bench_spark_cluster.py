@@ -1,18 +1,24 @@
-"""Records/s the HDFS sink lands from Kafka, in local mode and on a Spark standalone cluster, each beside a plain
-Spark write of the same records in the same session.
+"""Records/s the HDFS and search sinks land from Kafka, in local mode and on a Spark standalone cluster, each
+beside a plain Spark write of the same records to the same place in the same session.
 
-One run starts Kafka, HDFS and a Spark cluster (services/spark.py: a master and two one-core workers) on
-loopback, puts N JSON records (default 500,000) on a 2-partition topic spread over 5 hours of record time, and
-then measures, for each master (``local[2]``, then the cluster; one Spark session each, in a child process):
+One run starts Kafka, HDFS, OpenSearch and a Spark cluster (services/spark.py: a master and two one-core
+workers) on loopback, puts N JSON records (default 500,000) on a 2-partition topic spread over 5 hours of
+record time, and then measures, for each master (``local[2]``, then the cluster; one Spark session each, in a
+child process):
 
-* sink: the HdfsSparkSink task (in the child, its context pointing at Kafka) streams the topic into HDFS as
-  Parquet in ``dt=/hour=`` folders, given the values' schema; the time runs from its query's start until it
+* HDFS sink: the HdfsSparkSink task (in the child, its context pointing at Kafka) streams the topic into HDFS
+  as Parquet in ``dt=/hour=`` folders, given the values' schema; the time runs from its query's start until it
   reports N records landed;
-* baseline: Spark reads the same topic as a batch (``spark.read.format("kafka")``), parses the values with
-  the same schema and writes them with ``df.write.partitionBy("dt", "hour").parquet(...)``.
+* HDFS plain write: Spark reads the same topic as a batch (``spark.read.format("kafka")``), parses the values
+  with the same schema and writes them with ``df.write.partitionBy("dt", "hour").parquet(...)``;
+* search sink: the ElasticsearchSparkSink task (ids topic+partition+offset, bulk requests of 2,000) until it
+  reports N documents written;
+* search plain write: Spark reads the topic as a batch and sends the values from each partition with
+  opensearch-py bulk requests of the same size and the same ids (``foreachPartition``).
 
 Each side runs --rounds times (default 2) taking turns going first, after one warm-up of each; figures are
-medians and the ratio the median of per-round ratios.
+medians and the ratio the median of per-round ratios. ``--skip hdfs`` or ``--skip opensearch`` leaves a
+target out.
 
     python bench/bench_spark_cluster.py --records 500000
 """
@@ -40,6 +46,7 @@ from connect.api import StreamingSinkTaskContext  # noqa: E402
 
 HOUR_MS = 3_600_000
 VALUE_SCHEMA = "id BIGINT, user STRING, amount DOUBLE, status STRING"
+BULK_SIZE = 2000
 
 
 def produce(bootstrap: str, topic: str, n: int) -> None:
@@ -81,10 +88,12 @@ class _Context(StreamingSinkTaskContext):
         return None
 
 
-def run_sink(props: dict[str, str], bootstrap: str, state: Path, n: int) -> float:
+def run_sink(props: dict[str, str], bootstrap: str, state: Path, n: int, search: bool = False) -> float:
     from spark_sinks.hdfs import HdfsSparkSinkTask
+    from spark_sinks.search import ElasticsearchSparkSinkTask
 
-    task = HdfsSparkSinkTask()
+    task = ElasticsearchSparkSinkTask() if search else HdfsSparkSinkTask()
+    counter = "documents_written" if search else "records_total"
     task.initialize(_Context(props, bootstrap, state))
     task.start(props)
     errors: list[BaseException] = []
@@ -102,7 +111,7 @@ def run_sink(props: dict[str, str], bootstrap: str, state: Path, n: int) -> floa
             raise errors[0]
         time.sleep(0.05)
     started = time.perf_counter()
-    while task.progress().get("records_total", 0) < n:
+    while task.progress().get(counter, 0) < n:
         if errors:
             raise errors[0]
         time.sleep(0.05)
@@ -125,6 +134,34 @@ def baseline(spark: Any, bootstrap: str, topic: str, url: str) -> float:
     return time.perf_counter() - started
 
 
+def _bulk_partition(url: str, index: str, rows: Any) -> None:
+    from opensearchpy import OpenSearch
+
+    client = OpenSearch(hosts=[url], timeout=120)
+    lines: list[bytes] = []
+    for row in rows:
+        meta = {"index": {"_index": index, "_id": f"{row['topic']}+{row['partition']}+{row['offset']}"}}
+        lines.append(json.dumps(meta).encode() + b"\n" + bytes(row["value"]) + b"\n")
+        if len(lines) >= BULK_SIZE:
+            client.bulk(body=b"".join(lines))
+            lines = []
+    if lines:
+        client.bulk(body=b"".join(lines))
+    client.close()
+
+
+def baseline_search(spark: Any, bootstrap: str, topic: str, url: str, index: str) -> float:
+    """Spark reads the topic as a batch and sends the values to OpenSearch in bulk requests of the sink's size
+    from each partition (``foreachPartition`` with opensearch-py), ids topic+partition+offset as the sink's."""
+    import functools
+
+    started = time.perf_counter()
+    df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+          .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
+    df.select("topic", "partition", "offset", "value").foreachPartition(functools.partial(_bulk_partition, url, index))
+    return time.perf_counter() - started
+
+
 def child(args: argparse.Namespace) -> int:
     """One master: warm-ups, then the rounds; prints one JSON line of seconds."""
     from spark_sinks.session import spark_session
@@ -136,23 +173,54 @@ def child(args: argparse.Namespace) -> int:
     run = f"/bench-{uuid.uuid4().hex[:8]}"
     common = {**settings, "hdfs.url": args.hdfs_url, "format": "parquet", "path.format": "dt=YYYY-MM-dd/hour=HH",
               "value.schema": VALUE_SCHEMA, "trigger.interval.ms": "500"}
-    run_sink({**common, "name": "warm", "topics": args.warm_topic, "topics.dir": f"{run}/warm/topics",
-              "logs.dir": f"{run}/warm/logs"}, args.bootstrap, work / f"state-warm-{run[7:]}", args.warm_records)
-    baseline(spark, args.bootstrap, args.warm_topic, f"{args.hdfs_url}{run}/warm/baseline")
-    sink_s: list[float] = []
-    base_s: list[float] = []
+    search = {**settings, "connection.url": args.opensearch_url, "key.ignore": "true",
+              "batch.size": str(BULK_SIZE), "trigger.interval.ms": "500"}
+    if args.hdfs_url:
+        run_sink({**common, "name": "warm", "topics": args.warm_topic, "topics.dir": f"{run}/warm/topics",
+                  "logs.dir": f"{run}/warm/logs"}, args.bootstrap, work / f"state-warm-{run[7:]}", args.warm_records)
+        baseline(spark, args.bootstrap, args.warm_topic, f"{args.hdfs_url}{run}/warm/baseline")
+    if args.opensearch_url:
+        run_sink({**search, "name": "warm-os", "topics": args.warm_topic, "index.name.format": f"warm-{run[7:]}"},
+                 args.bootstrap, work / f"state-warm-os-{run[7:]}", args.warm_records, search=True)
+        baseline_search(spark, args.bootstrap, args.warm_topic, args.opensearch_url, f"warm-{run[7:]}-plain")
+    out: dict[str, dict[str, list[float]]] = {}
     for r in range(args.rounds):
-        def one_sink(r: int = r) -> None:
-            sink_s.append(run_sink({**common, "name": f"sink-{r}", "topics": args.topic,
-                                    "topics.dir": f"{run}/{r}/topics", "logs.dir": f"{run}/{r}/logs"},
-                                   args.bootstrap, work / f"state-{run[7:]}-{r}", args.records))
+        steps = []
+        if args.hdfs_url:
+            hdfs = out.setdefault("hdfs", {"sink": [], "baseline": []})
 
-        def one_base(r: int = r) -> None:
-            base_s.append(baseline(spark, args.bootstrap, args.topic, f"{args.hdfs_url}{run}/{r}/baseline"))
+            def one_sink(r: int = r, times: dict[str, list[float]] = hdfs) -> None:
+                times["sink"].append(run_sink({**common, "name": f"sink-{r}", "topics": args.topic,
+                                               "topics.dir": f"{run}/{r}/topics", "logs.dir": f"{run}/{r}/logs"},
+                                              args.bootstrap, work / f"state-{run[7:]}-{r}", args.records))
 
-        for step in ((one_sink, one_base) if r % 2 == 0 else (one_base, one_sink)):
-            step()
-    print(json.dumps({"sink": sink_s, "baseline": base_s}), flush=True)
+            def one_base(r: int = r, times: dict[str, list[float]] = hdfs) -> None:
+                times["baseline"].append(baseline(spark, args.bootstrap, args.topic,
+                                                  f"{args.hdfs_url}{run}/{r}/baseline"))
+
+            steps.append((one_sink, one_base))
+        if args.opensearch_url:
+            found = out.setdefault("opensearch", {"sink": [], "baseline": []})
+            index = f"{args.topic}-{run[7:]}-{r}"
+
+            def os_sink(r: int = r, times: dict[str, list[float]] = found, index: str = index) -> None:
+                times["sink"].append(run_sink({**search, "name": f"os-sink-{r}", "topics": args.topic,
+                                               "index.name.format": index}, args.bootstrap,
+                                              work / f"state-os-{run[7:]}-{r}", args.records, search=True))
+
+            def os_base(times: dict[str, list[float]] = found, index: str = index) -> None:
+                times["baseline"].append(baseline_search(spark, args.bootstrap, args.topic, args.opensearch_url,
+                                                         f"{index}-plain"))
+
+            steps.append((os_sink, os_base))
+        for sink_step, base_step in steps:
+            for step in ((sink_step, base_step) if r % 2 == 0 else (base_step, sink_step)):
+                step()
+        if args.opensearch_url:
+            import httpx
+
+            httpx.delete(f"{args.opensearch_url}/{args.topic}-{run[7:]}-{r}*", timeout=60)
+    print(json.dumps(out), flush=True)
     spark.stop()
     return 0
 
@@ -161,10 +229,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=500_000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--skip", choices=("hdfs", "opensearch"), action="append", default=[])
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--master", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--hdfs-url", help=argparse.SUPPRESS)
+    parser.add_argument("--opensearch-url", help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     parser.add_argument("--warm-topic", help=argparse.SUPPRESS)
     parser.add_argument("--warm-records", type=int, default=20_000, help=argparse.SUPPRESS)
@@ -175,12 +245,16 @@ def main() -> int:
 
     from services.hdfs import HdfsService
     from services.kafka import KafkaService
+    from services.opensearch import OpenSearchService
     from services.spark import SparkCluster
 
     work = Path(tempfile.mkdtemp(prefix="bench-spark-cluster-"))
-    kafka, hdfs, cluster = KafkaService(), HdfsService(), SparkCluster(workers=2, cores=1, memory="1500m")
+    kafka, cluster = KafkaService(), SparkCluster(workers=2, cores=1, memory="1500m")
+    hdfs = None if "hdfs" in args.skip else HdfsService()
+    opensearch = None if "opensearch" in args.skip else OpenSearchService(heap="1g")
+    services = [s for s in (kafka, hdfs, opensearch, cluster) if s is not None]
     try:
-        for svc in (kafka, hdfs, cluster):
+        for svc in services:
             print(f"starting {svc.name} ...", file=sys.stderr, flush=True)
             svc.start()
         topic, warm = f"bench-{uuid.uuid4().hex[:6]}", f"warm-{uuid.uuid4().hex[:6]}"
@@ -191,8 +265,12 @@ def main() -> int:
         for label, master in (("local[2]", "local[2]"), ("cluster (2 workers x 1 core)", cluster.master_url)):
             print(f"measuring on {label} ...", file=sys.stderr, flush=True)
             cmd = [sys.executable, __file__, "--child", "--master", master, "--bootstrap", kafka.bootstrap_servers,
-                   "--hdfs-url", hdfs.url, "--topic", topic, "--warm-topic", warm, "--records", str(args.records),
+                   "--topic", topic, "--warm-topic", warm, "--records", str(args.records),
                    "--rounds", str(args.rounds), "--work", str(work)]
+            if hdfs is not None:
+                cmd += ["--hdfs-url", hdfs.url]
+            if opensearch is not None:
+                cmd += ["--opensearch-url", opensearch.url]
             done = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"),
                                   timeout=3600)
             if done.returncode != 0:
@@ -200,14 +278,22 @@ def main() -> int:
                 return 1
             results[label] = json.loads(done.stdout.strip().splitlines()[-1])
         n = args.records
-        print(f"HdfsSparkSink from Kafka, {n:,} JSON records -> Parquet dt=/hour= folders, {args.rounds} rounds")
-        for label, r in results.items():
-            ratios = [b / s for s, b in zip(r["sink"], r["baseline"], strict=True)]
-            print(f"  {label:<30} sink {n / statistics.median(r['sink']):>10,.0f} records/s   plain write "
-                  f"{n / statistics.median(r['baseline']):>10,.0f} records/s   ratio {statistics.median(ratios):.2f}")
+        titles = {"hdfs": f"HdfsSparkSink from Kafka, {n:,} JSON records -> Parquet dt=/hour= folders",
+                  "opensearch": f"ElasticsearchSparkSink from Kafka, {n:,} JSON records -> OpenSearch "
+                                f"(bulk {BULK_SIZE})"}
+        for target, title in titles.items():
+            if target in args.skip:
+                continue
+            print(f"{title}, {args.rounds} rounds (medians; ratio per round in brackets)")
+            for label, by_target in results.items():
+                r = by_target[target]
+                ratios = [b / s for s, b in zip(r["sink"], r["baseline"], strict=True)]
+                print(f"  {label:<30} sink {n / statistics.median(r['sink']):>10,.0f} records/s   plain write "
+                      f"{n / statistics.median(r['baseline']):>10,.0f} records/s   ratio "
+                      f"{statistics.median(ratios):.2f} [{', '.join(f'{x:.2f}' for x in ratios)}]")
         return 0
     finally:
-        for svc in (cluster, hdfs, kafka):
+        for svc in reversed(services):
             svc.cleanup()
 
 

@@ -153,6 +153,11 @@ class HdfsSparkSinkTask(SparkSinkTask):
         self.avro = AvroValues(registry, self.tolerate) if registry else None
         self._fs: Any = None
 
+    def needs_headers(self) -> bool:
+        # headers are read for the dead-letter topic (only errors.tolerance=all feeds it), by a path template,
+        # by the Header time extractor, and for a SequenceFile's event time
+        return self.tolerate or self.template is not None or self.extractor == "header" or self.format == "sequence"
+
     def default_checkpoint(self) -> str:
         url = str(self.config.get("hdfs.url")).rstrip("/")
         logs_dir = "/" + str(self.config.get("logs.dir")).strip("/")
@@ -280,8 +285,6 @@ class HdfsSparkSinkTask(SparkSinkTask):
 
     def _write_files(self, df: Any, shaped: Any, keys: list[str], batch_id: int, started: float,
                      cached: Any) -> None:
-        from pyspark.sql import functions as F
-
         # Each input partition of a micro-batch holds one topic-partition (both sources plan them so), so no
         # shuffle is needed: the files of a topic-partition carry the offset range it had in this batch.
         ranges = self._batch_ranges(cached if cached is not None else df, batch_id)
@@ -291,16 +294,15 @@ class HdfsSparkSinkTask(SparkSinkTask):
                 cached.unpersist()
             log.debug("%s: batch %d is empty", self.name, batch_id)
             return
-        lookup = F.concat_ws(":", "topic", F.col("partition").cast("string"))
-        starts = F.create_map(*[x for (t, p), (lo, _) in ranges.items() for x in (F.lit(f"{t}:{p}"), F.lit(lo))])
-        ends = F.create_map(*[x for (t, p), (_, hi) in ranges.items() for x in (F.lit(f"{t}:{p}"), F.lit(hi))])
-        out = shaped.withColumn("_start", starts[lookup]).withColumn("_end", ends[lookup]).drop("offset")
+        # The offset range of a file is its topic-partition's range in this batch, known here: the commit puts it
+        # into the file's name, so no per-row column (and no partition folder) carries it through Spark.
+        out = shaped.drop("offset")
         tmp = f"{self._tmp_root()}/{batch_id}"
         if self.format == "sequence":
-            self._write_sequence_files(out, [*keys, "_start", "_end"], tmp)
-            self._after_write(batch_id, cached, started, ranged)
+            self._write_sequence_files(out, keys, tmp)
+            self._after_write(batch_id, cached, started, ranged, ranges)
             return
-        writer = (out.write.mode("overwrite").partitionBy(*keys, "_start", "_end")
+        writer = (out.write.mode("overwrite").partitionBy(*keys)
                   .option("maxRecordsPerFile", 0)
                   # tasks commit straight into the temporary folder: the renames below are the real commit
                   .option("mapreduce.fileoutputcommitter.algorithm.version", "2"))
@@ -312,14 +314,15 @@ class HdfsSparkSinkTask(SparkSinkTask):
             writer.parquet(tmp)
         else:
             writer.text(tmp)
-        self._after_write(batch_id, cached, started, ranged)
+        self._after_write(batch_id, cached, started, ranged, ranges)
 
-    def _after_write(self, batch_id: int, cached: Any, started: float, ranged: float) -> None:
+    def _after_write(self, batch_id: int, cached: Any, started: float, ranged: float,
+                     ranges: Mapping[tuple[str, int], tuple[int, int]]) -> None:
         tmp = f"{self._tmp_root()}/{batch_id}"
         if cached is not None:
             cached.unpersist()
         wrote = time.monotonic()
-        committed = self._commit(tmp, batch_id)
+        committed = self._commit(tmp, batch_id, ranges)
         self.count("files_committed", committed)
         log.debug("%s: batch %d: offset ranges in %.0f ms, Spark wrote in %.0f ms, commit took %.0f ms", self.name,
                   batch_id, (ranged - started) * 1000, (wrote - ranged) * 1000, (time.monotonic() - wrote) * 1000)
@@ -456,7 +459,9 @@ class HdfsSparkSinkTask(SparkSinkTask):
         else:
             ts = F.col("timestamp")
         session_tz = spark.conf.get("spark.sql.session.timeZone")
-        local = F.from_utc_timestamp(F.to_utc_timestamp(ts, session_tz), self.timezone)
+        # date_format formats in the session's zone: shift the instant only when the connector's zone differs
+        local = ts if session_tz == self.timezone else F.from_utc_timestamp(F.to_utc_timestamp(ts, session_tz),
+                                                                             self.timezone)
         if self.round_ms:
             # down to a multiple of round_ms since local midnight, as Flume's hdfs.round does for its unit
             midnight = F.date_trunc("day", local)
@@ -487,9 +492,10 @@ class HdfsSparkSinkTask(SparkSinkTask):
         self._schema = _merge(self._schema, inferred)
         return self._schema
 
-    def _commit(self, tmp: str, batch_id: int) -> int:
-        """Rename each file Spark wrote for the batch to its final name; names already there were committed
-        by an earlier run of the same batch. Returns how many files this call committed."""
+    def _commit(self, tmp: str, batch_id: int, ranges: Mapping[tuple[str, int], tuple[int, int]]) -> int:
+        """Rename each file Spark wrote for the batch to its final name (with its topic-partition's offset range in
+        ``ranges``); names already there were committed by an earlier run of the same batch. Returns how many
+        files this call committed."""
         root = self._path(tmp)
         if not self._fs.exists(root):
             return 0
@@ -502,7 +508,7 @@ class HdfsSparkSinkTask(SparkSinkTask):
             if name.startswith(("_", ".")):
                 continue
             rel = path.toUri().getPath()[len(prefix):]
-            target = self._final_path(rel)
+            target = self._final_path(rel, ranges, batch_id)
             if target in moves:
                 raise ConnectException(f"Spark wrote two files for {target} in batch {batch_id}; "
                                        "is spark.sql.files.maxRecordsPerFile set?")
@@ -527,19 +533,22 @@ class HdfsSparkSinkTask(SparkSinkTask):
                      self.topics_dir)
         return committed
 
-    def _final_path(self, rel: str) -> str:
-        """``topic=T/partition=P/<folders>/_start=S/_end=E/part-…`` -> ``<topics.dir>/T/<folders>/T+P+S+E.ext``."""
+    def _final_path(self, rel: str, ranges: Mapping[tuple[str, int], tuple[int, int]], batch_id: int) -> str:
+        """``topic=T/partition=P/<folders>/part-…`` -> ``<topics.dir>/T/<folders>/T+P+S+E.ext``, S..E being
+        the offset range of T-P in the batch."""
         parts = rel.split("/")
         dirs = parts[:-1]
         topic = _unescape(dirs[0].split("=", 1)[1])
         partition = int(dirs[1].split("=", 1)[1])
-        start = int(dirs[-2].split("=", 1)[1])
-        end = int(dirs[-1].split("=", 1)[1])
+        if (topic, partition) not in ranges:
+            raise ConnectException(f"Batch {batch_id} wrote records of {topic}-{partition}, which has no offset "
+                                   "range in the batch")
+        start, end = ranges[(topic, partition)]
         name = f"{self.prefix}{topic}+{partition}+{start:0{self.pad}d}+{end:0{self.pad}d}{self.suffix}"
         if self.template is not None:
             folder = _unescape(dirs[2].split("=", 1)[1]).rstrip("/")
             return f"{self.url}{folder}/{name}"
-        folders = dirs[2:-2] if self.partitioner != "default" else [dirs[1]]
+        folders = dirs[2:] if self.partitioner != "default" else [dirs[1]]
         return "/".join([f"{self.url}{self.topics_dir}", topic, *folders, name])
 
 

@@ -1,4 +1,4 @@
-"""``headrace-log``: a PySpark streaming data source that reads topics of a Headrace log directly.
+"""``headrace-log``: a PySpark data source that reads topics of a Headrace log directly, streaming or as a batch.
 
 This module is the one place in ``spark_sinks`` that imports ``connect.log``,
 and only its public read interface (``connect.log.open_log_reader``,
@@ -16,6 +16,7 @@ adds the ``timestamp`` column). Options:
 ``subscribe``           comma-separated topics, or
 ``subscribePattern``    a regular expression of topics
 ``startingOffsets``     ``earliest`` (default), ``latest`` or a JSON offsets map
+``endingOffsets``       batch reads (``spark.read``) only: ``latest`` (default) or a JSON offsets map
 ``maxOffsetsPerTrigger`` at most this many records per micro-batch (see ``latestOffset``)
 ``knownStart``          where the query resumes, if the sink knows: ``initial`` or an offsets map
 ``isolation.level``     ``read_committed``: only committed transactions' records, and no batch planned past
@@ -34,7 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 
 from connect.api.topic_partition import TopicPartition
 from connect.log import open_log_reader
@@ -52,8 +53,8 @@ SCHEMA = (
 _ROWS_PER_ARROW_BATCH = 8192
 _READ_BYTES = 4 << 20
 # the options of the source itself (Spark lower-cases option names); the others are log settings
-_SOURCE_OPTIONS = frozenset({"subscribe", "subscribepattern", "startingoffsets", "maxoffsetspertrigger",
-                             "knownstart"})
+_SOURCE_OPTIONS = frozenset({"subscribe", "subscribepattern", "startingoffsets", "endingoffsets",
+                             "maxoffsetspertrigger", "knownstart"})
 
 Offsets = dict[str, dict[str, int]]
 Bounds = dict[str, dict[str, tuple[int, int]]]
@@ -145,6 +146,9 @@ class HeadraceLogDataSource(DataSource):
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return HeadraceLogStreamReader(dict(self.options))
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return HeadraceLogBatchReader(dict(self.options))
 
 
 def source_class(name: str) -> type[HeadraceLogDataSource]:
@@ -246,6 +250,36 @@ class HeadraceLogStreamReader(DataSourceStreamReader):
         if self._reader is not None:
             self._reader.close()
             self._reader = None
+
+
+class HeadraceLogBatchReader(DataSourceReader):
+    """``spark.read.format("headrace-log")``: the records between ``startingOffsets`` (default earliest) and
+    ``endingOffsets`` (default latest, as the log ends when the read is planned), as Spark's Kafka source reads
+    a batch; one partition per topic-partition."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        lowered = {str(k).lower(): v for k, v in options.items()}
+        self.ending = str(lowered.pop("endingoffsets", "") or "latest").strip()
+        self.stream = HeadraceLogStreamReader(lowered)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        stream = self.stream
+        try:
+            bounds = stream._bounds()
+            start = stream._initial_offsets()
+            if self.ending.lower() == "latest":
+                assert stream._reader is not None
+                end = {t: {p: e for p, (_, e) in parts.items()}
+                       for t, parts in _stable(stream._reader, bounds, start).items()}
+            else:
+                end = _resolve_start(bounds, self.ending)
+            return stream.partitions(start, end)
+        finally:
+            stream.stop()
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, LogRange)
+        yield from read_range(partition)
 
 
 def _cap(base: Offsets, ends: Offsets, bounds: Mapping[str, Mapping[str, tuple[int, int]]],

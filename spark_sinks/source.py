@@ -15,14 +15,17 @@ from spark_sinks.config import topics_of
 __all__ = ["read_kafka_range", "read_stream"]
 
 COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestamp_ms", "headers")
+HEADERS_TYPE = "array<struct<key: string, value: binary>>"
 
 
 def read_stream(spark: Any, config: Mapping[str, Any], log_settings: Mapping[str, str],
                 starting_offsets: str, max_offsets_per_trigger: int, known_start: str = "",
-                connector: str = "") -> Any:
+                connector: str = "", headers: bool = True) -> Any:
     """``known_start``: where the query resumes, if the caller knows ("initial" for a new query, else the
     offsets JSON of the checkpoint's last batch); the embedded source caps its first batch with it.
-    ``connector``: whose query this is (each gets a registration of the embedded source of its own)."""
+    ``connector``: whose query this is (each gets a registration of the embedded source of its own).
+    ``headers``: False when the sink never reads them (the column is then null): Spark's Kafka source then
+    skips turning every record's headers into an array."""
     from pyspark.sql import functions as F
 
     topics, regex = topics_of(config)
@@ -32,7 +35,7 @@ def read_stream(spark: Any, config: Mapping[str, Any], log_settings: Mapping[str
                   .option("kafka.bootstrap.servers", servers)
                   .option("startingOffsets", starting_offsets)
                   .option("failOnDataLoss", "false")
-                  .option("includeHeaders", "true"))
+                  .option("includeHeaders", "true" if headers else "false"))
         for key, value in log_settings.items():
             if key != "bootstrap.servers":
                 reader = reader.option(f"kafka.{key}", value)
@@ -40,6 +43,8 @@ def read_stream(spark: Any, config: Mapping[str, Any], log_settings: Mapping[str
         if max_offsets_per_trigger > 0:
             reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
         df = reader.load().withColumn("timestamp_ms", F.unix_millis("timestamp"))
+        if not headers:
+            df = df.withColumn("headers", F.lit(None).cast(HEADERS_TYPE))
     else:
         from spark_sinks.logsource import NAME
         from spark_sinks.session import log_source_for

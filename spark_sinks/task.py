@@ -33,6 +33,10 @@ __all__ = ["SparkSinkTask"]
 log = logging.getLogger(__name__)
 
 _POLL_SECONDS = 0.5
+# how often a running query's progress is read: a finished batch shows in status (and in a benchmark's clock)
+# this soon; the lag behind the log's end, which opens the log, is read at most every _LAG_SECONDS
+_WATCH_SECONDS = 0.1
+_LAG_SECONDS = 1.0
 # an entry of a query's commit log, as Spark writes it for a query without watermarks
 _COMMIT_LOG_ENTRY = 'v1\n{"nextBatchWatermarkMs":0}'
 # kept in the checkpoint folder by the task: the offsets a query on the embedded log started from
@@ -61,6 +65,11 @@ class SparkSinkTask(StreamingSinkTask):
     def write_batch(self, df: Any, batch_id: int) -> None:
         raise NotImplementedError
 
+    def needs_headers(self) -> bool:
+        """Whether ``write_batch`` reads the records' headers (for the dead-letter topic, say); if not, the source
+        leaves them out."""
+        return True
+
     def recovered_starting_offsets(self, spark: Any) -> str | None:
         """Offsets for a query without a checkpoint, when the sink can tell what it already holds."""
         return None
@@ -87,6 +96,7 @@ class SparkSinkTask(StreamingSinkTask):
         self._last_progress: dict[str, Any] | None = None
         self._started = time.time()
         self._progress: dict[str, Any] = {"query": "STARTING"}
+        self._lag_cache: tuple[Any, float, int | None] | None = None  # (batch id, when, lag)
         self.checkpoint = str(self.config.get(CHECKPOINT_LOCATION) or "").strip() or self.default_checkpoint()
         self._refuse_embedded_log_on_a_cluster(str(self.props.get("spark.master") or "").strip())
 
@@ -176,7 +186,8 @@ class SparkSinkTask(StreamingSinkTask):
             if "embedded.log.dir" in settings:
                 starting = self._read_checkpoint_file(INITIAL_OFFSETS_FILE) or starting
         df = read_stream(spark, self.props, self.context.log_settings(), starting,
-                         int(self.config.get(MAX_OFFSETS_PER_TRIGGER) or 0), known_start, self.name)
+                         int(self.config.get(MAX_OFFSETS_PER_TRIGGER) or 0), known_start, self.name,
+                         headers=self.needs_headers())
         writer = (df.writeStream.queryName(self.query_name)
                   .option("checkpointLocation", self.checkpoint)
                   .foreachBatch(self._on_batch))
@@ -195,7 +206,7 @@ class SparkSinkTask(StreamingSinkTask):
         from pyspark.errors import StreamingQueryException
 
         try:
-            finished = query.awaitTermination(_POLL_SECONDS)
+            finished = query.awaitTermination(_WATCH_SECONDS)
         except StreamingQueryException as exc:
             self._query = None
             self._set_progress_state("FAILED")
@@ -410,12 +421,23 @@ class SparkSinkTask(StreamingSinkTask):
                 "last_batch_ms": _trigger_ms(last),
                 "last_batch_time": last.get("timestamp"),
             })
-            lag = self._lag(last)
+            lag = self._lag_now(last)
             if lag is not None:
                 out["lag"] = lag
         with self._lock:
             out.update(self._counters)
             self._progress = out
+
+    def _lag_now(self, last: Mapping[str, Any]) -> int | None:
+        """The lag, recomputed on a new batch or once _LAG_SECONDS have passed, else the one last computed."""
+        now = time.monotonic()
+        key = last.get("batchId")
+        cached = self._lag_cache
+        if cached is not None and cached[0] == key and now - cached[1] < _LAG_SECONDS:
+            return cached[2]
+        lag = self._lag(last)
+        self._lag_cache = (key, now, lag)
+        return lag
 
     def _lag(self, last: Mapping[str, Any]) -> int | None:
         sources = last.get("sources") or []

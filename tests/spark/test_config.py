@@ -69,12 +69,15 @@ def test_path_format_segments_become_columns_and_spark_patterns() -> None:
 def test_final_file_names_hold_topic_partition_and_offsets() -> None:
     task = HdfsSparkSinkTask()
     task.url, task.topics_dir, task.ext, task.pad, task.partitioner = "hdfs://nn:1", "/topics", "parquet", 10, "time"
-    rel = "topic=orders/partition=3/dt=2024-01-02/hour=05/_start=17/_end=42/part-00000-x.snappy.parquet"
-    assert task._final_path(rel) == \
+    ranges = {("orders", 3): (17, 42), ("a.b", 0): (0, 9)}
+    rel = "topic=orders/partition=3/dt=2024-01-02/hour=05/part-00000-x.snappy.parquet"
+    assert task._final_path(rel, ranges, 7) == \
         "hdfs://nn:1/topics/orders/dt=2024-01-02/hour=05/orders+3+0000000017+0000000042.parquet"
     task.partitioner = "default"
-    assert task._final_path("topic=a.b/partition=0/_start=0/_end=9/part-1.parquet") == \
+    assert task._final_path("topic=a.b/partition=0/part-1.parquet", ranges, 7) == \
         "hdfs://nn:1/topics/a.b/partition=0/a.b+0+0000000000+0000000009.parquet"
+    with pytest.raises(ConnectException, match="Batch 7 wrote records of orders-4, which has no offset range"):
+        task._final_path("topic=orders/partition=4/part-1.parquet", ranges, 7)
 
 
 def test_engine_is_told_from_the_root_response() -> None:

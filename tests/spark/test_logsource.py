@@ -199,3 +199,21 @@ def test_the_source_reads_kafka_through_the_same_log_interface(tmp_path, spark, 
     assert sorted(json.loads(r["value"])["id"] for r in rows) == list(range(600))
     assert {(r["partition"], r["offset"]) for r in rows} == {(p, o) for p in range(2) for o in range(300)}
     assert end_offsets(settings, [topic]) == {topic: {"0": 300, "1": 300}}
+
+
+def test_batch_read_takes_the_records_between_starting_and_ending_offsets(tmp_path, spark):
+    """spark.read.format("headrace-log"): the records as the streaming source gives them, from earliest to the log
+    end by default, or between two offset maps."""
+    from spark_sinks.logsource import NAME
+
+    log_dir = str(tmp_path / "data")
+    produce_json(log_dir, "b", 1000, partitions=2)
+    reader = spark.read.format(NAME).option("embedded.log.dir", log_dir).option("subscribe", "b")
+    rows = reader.load().select("partition", "offset", "value").collect()
+    assert len(rows) == 1000
+    assert {json.loads(r["value"])["id"] for r in rows} == set(range(1000))
+    assert {(r["partition"], r["offset"]) for r in rows} == {(p, o) for p in (0, 1) for o in range(500)}
+    some = (reader.option("startingOffsets", '{"b": {"0": 100, "1": 490}}')
+            .option("endingOffsets", '{"b": {"0": 150, "1": -1}}').load().select("partition", "offset").collect())
+    assert sorted((r["partition"], r["offset"]) for r in some) == \
+        [(0, o) for o in range(100, 150)] + [(1, o) for o in range(490, 500)]

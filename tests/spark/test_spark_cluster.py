@@ -22,6 +22,9 @@ from tests.spark.support import InProcessTask, Worker, connector_file, hdfs_reco
 TOTAL = int(os.environ.get("HEADRACE_CLUSTER_RECORDS", "200000"))
 # waits grow with the record count: 300 s covers 200,000 on the shared 2-core machine
 WAIT = max(300, 300 * TOTAL // 200_000)
+# micro-batches grow with the count too (20,000 at the default), so 1,000,000 records take 10 batches, not 50,
+# and the kills still fall mid-stream
+BATCH = max(20_000, TOTAL // 10)
 
 
 def test_an_embedded_log_with_a_cluster_master_is_refused_at_start_pointing_to_kafka(tmp_path):
@@ -64,7 +67,7 @@ def test_records_land_in_hdfs_and_opensearch_exactly_once_on_the_cluster_across_
     sink = connector_file(tmp_path, "cluster-hdfs", connector__class="HdfsSparkSink", topics=topic,
                           hdfs__url=hdfs.url, topics__dir=f"{root}/topics", logs__dir=f"{root}/logs",
                           format="parquet", path__format="dt=YYYY-MM-dd/hour=HH",
-                          value__schema="id BIGINT, n BIGINT, name STRING", max__offsets__per__trigger=20_000,
+                          value__schema="id BIGINT, n BIGINT, name STRING", max__offsets__per__trigger=BATCH,
                           trigger__interval__ms=500, **{"spark.master": spark_cluster.master_url,
                                                        "spark.driver.memory": "768m",
                                                        "spark.executor.memory": "768m",
@@ -72,7 +75,7 @@ def test_records_land_in_hdfs_and_opensearch_exactly_once_on_the_cluster_across_
                                                        "spark.sql.shuffle.partitions": "2"})
     search = connector_file(tmp_path, "cluster-search", connector__class="ElasticsearchSparkSink", topics=topic,
                             connection__url=opensearch.url, key__ignore="true", batch__size=2000,
-                            max__offsets__per__trigger=20_000, trigger__interval__ms=500,
+                            max__offsets__per__trigger=BATCH, trigger__interval__ms=500,
                             **{"spark.master": spark_cluster.master_url})
     worker = Worker(tmp_path, sink, search, bootstrap_servers=kafka.bootstrap_servers,
                     offset_storage_file_filename=tmp_path / "connect.offsets")
