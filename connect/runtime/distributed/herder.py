@@ -11,6 +11,7 @@ worker answers status requests for the whole cluster.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -331,16 +332,23 @@ class DistributedHerder(AbstractHerder):
             raise BadRequestError(STOPPED_REQUIRED.replace("{name}", name))
         return config
 
-    def _reported_stopped(self, name: str) -> bool:
-        # The worker that ran the connector reports STOPPED on the status topic; a request forwarded by the
-        # worker that saw it may arrive before this leader has read it, so read up to date before refusing.
-        status = self.status.connector(name)
-        if status is None or status.state is State.STOPPED:
-            return True
-        if not self.status.refresh():
-            return False
-        status = self.status.connector(name)
-        return status is None or status.state is State.STOPPED
+    def _reported_stopped(self, name: str, timeout: float = 10.0) -> bool:
+        # The target state is STOPPED; the worker running the connector stops it in the rebalance that follows
+        # and then reports STOPPED on the status topic. A request sent right after the stop (forwarded by a worker
+        # whose view already says STOPPED) waits for that report instead of being refused: offsets must not be
+        # changed under a task that may still commit its own.
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.status.connector(name)
+            if status is None or status.state is State.STOPPED:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.status.refresh(min(left, 5.0)):
+                return False
+            status = self.status.connector(name)
+            if status is None or status.state is State.STOPPED:
+                return True
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
 
     def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> str:
         config = self._require_stopped(name)
