@@ -68,7 +68,8 @@ def test_path_format_segments_become_columns_and_spark_patterns() -> None:
 
 def test_final_file_names_hold_topic_partition_and_offsets() -> None:
     task = HdfsSparkSinkTask()
-    task.url, task.topics_dir, task.ext, task.pad, task.partitioner = "hdfs://nn:1", "/topics", "parquet", 10, "time"
+    task.url, task.topics_dir, task.pad, task.partitioner = "hdfs://nn:1", "/topics", 10, "time"
+    task.prefix, task.suffix, task.template = "", ".parquet", None
     ranges = {("orders", 3): (17, 42), ("a.b", 0): (0, 9)}
     rel = "topic=orders/partition=3/dt=2024-01-02/hour=05/part-00000-x.snappy.parquet"
     assert task._final_path(rel, ranges, 7) == \
@@ -76,6 +77,9 @@ def test_final_file_names_hold_topic_partition_and_offsets() -> None:
     task.partitioner = "default"
     assert task._final_path("topic=a.b/partition=0/part-1.parquet", ranges, 7) == \
         "hdfs://nn:1/topics/a.b/partition=0/a.b+0+0000000000+0000000009.parquet"
+    task.prefix, task.suffix = "events-", ".log.gz"  # Flume's hdfs.filePrefix/fileSuffix
+    assert task._final_path("topic=a.b/partition=0/part-1.parquet", ranges, 7) == \
+        "hdfs://nn:1/topics/a.b/partition=0/events-a.b+0+0000000000+0000000009.log.gz"
     with pytest.raises(ConnectException, match="Batch 7 wrote records of orders-4, which has no offset range"):
         task._final_path("topic=orders/partition=4/part-1.parquet", ranges, 7)
 
