@@ -10,6 +10,7 @@ import re
 
 __all__ = ["JavaReplacement", "compile_java_regex"]
 
+_ASCII_DIGITS = frozenset("0123456789")  # str.isdigit() also takes "¹", which int() refuses
 _JAVA_NAMED_GROUP = re.compile(r"\(\?<([A-Za-z][A-Za-z0-9]*)>")
 _JAVA_NAMED_BACKREF = re.compile(r"\\k<([A-Za-z][A-Za-z0-9]*)>")
 
@@ -58,13 +59,13 @@ class JavaReplacement:
                     raise ValueError(f"No group with name {{{name}}}")
                 group: int = pattern.groupindex[name]
                 i = end + 1
-            elif replacement[i].isdigit():
+            elif replacement[i] in _ASCII_DIGITS:
                 group = int(replacement[i])
                 if group > pattern.groups:
                     raise ValueError(f"No group {group}")
                 i += 1
                 # Like Java, take further digits only while the number still names a group.
-                while i < n and replacement[i].isdigit() and group * 10 + int(replacement[i]) <= pattern.groups:
+                while i < n and replacement[i] in _ASCII_DIGITS and group * 10 + int(replacement[i]) <= pattern.groups:
                     group = group * 10 + int(replacement[i])
                     i += 1
             else:

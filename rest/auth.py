@@ -202,7 +202,7 @@ def sign_internal_request(key: bytes, method: str, path: str, body: bytes, now: 
 def _internal_signature_valid(key: bytes) -> bool:
     signature = request.headers.get(INTERNAL_SIGNATURE_HEADER)
     timestamp = request.headers.get(INTERNAL_TIMESTAMP_HEADER, "")
-    if not signature or not timestamp.isdigit() or abs(time.time() - int(timestamp)) > _SIGNATURE_MAX_AGE_S:
+    if not signature or not (timestamp.isascii() and timestamp.isdigit()) or abs(time.time() - int(timestamp)) > _SIGNATURE_MAX_AGE_S:
         return False
     expected = sign_internal_request(key, request.method, request.path, request.get_data(cache=True),
                                      now=int(timestamp))[INTERNAL_SIGNATURE_HEADER]

@@ -165,7 +165,7 @@ def _int(value: Any, name: str, bits: int = 32) -> int | None:
 def _timestamp(value: Any) -> str:
     """ISO text as given; epoch numbers (seconds, or milliseconds when that large) as ISO text."""
     if isinstance(value, str):
-        if not value.isdigit():
+        if not (value.isascii() and value.isdigit()):
             return value
         value = int(value)  # epoch text, as Flume's timestamp header
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -439,7 +439,7 @@ def _from_ecs(obj: dict[str, Any], received: Callable[[], str] | None) -> Struct
     ts = get("@timestamp")
     if ts is None:
         timestamp = received() if received else iso_timestamp(_now())
-    elif ts.__class__ is str and not ts.isdigit():
+    elif ts.__class__ is str and not (ts.isascii() and ts.isdigit()):
         timestamp = ts
     elif ts.__class__ is dict:
         raise _NOT_ECS

@@ -95,7 +95,7 @@ class _Component:
 def _listener(c: _Component, scheme: str, default_port: str | None = None) -> str:
     bind = c.get("bind", "0.0.0.0") or "0.0.0.0"
     port = c.get("port", default_port)
-    if not port or not port.isdigit():
+    if not port or not (port.isascii() and port.isdigit()):
         c.out.refuse(c.prefix + "port", port or "(missing)", "a source needs a numeric port")
         port = "0"
     return f"{scheme}://{bind}:{port}"
@@ -193,7 +193,7 @@ def _exec(c: _Component, conn: dict[str, str]) -> None:
     if charset.replace("-", "").upper() != "UTF8":
         c.out.refuse(c.prefix + "charset", charset, "the command's output is read as UTF-8")
     throttle = c.get("restartThrottle", "10000") or "10000"
-    if not throttle.isdigit():
+    if not (throttle.isascii() and throttle.isdigit()):
         c.out.refuse(c.prefix + "restartThrottle", throttle, "milliseconds, a whole number")
         throttle = "10000"
     c.accept("batchSize", "batchTimeout")  # the output file is read in the worker's own batches

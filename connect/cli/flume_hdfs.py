@@ -158,7 +158,7 @@ def _local_zone() -> str:
 
 def _whole(c: SinkKeys, refuse: Refuse, key: str, default: str) -> int:
     value = c.get(key, default) or default
-    if not value.strip().isdigit():
+    if not (value.strip().isascii() and value.strip().isdigit()):
         refuse(c.prefix + key, value, "a whole number")
         return int(default)
     return int(value)

@@ -299,7 +299,7 @@ class AvroConverter(Converter):
         if isinstance(raw, int) and not isinstance(raw, bool):
             return raw
         if isinstance(raw, str):
-            if raw.strip().isdigit():
+            if raw.strip().isascii() and raw.strip().isdigit():
                 return int(raw)
             raw = raw.encode("latin-1", "replace")
         data = bytes(raw) if isinstance(raw, bytes | bytearray | memoryview) else b""

@@ -213,7 +213,7 @@ class FlumeAvroSourceTask(AcknowledgesRecords, StreamSourceTask):
             for k, v in fields.items():
                 headers.add(k, v, string_schema)
             stamp = fields.get("timestamp")
-            timestamp = int(stamp) if stamp and stamp.isdigit() and len(stamp) < 19 else now
+            timestamp = int(stamp) if stamp and stamp.isascii() and stamp.isdigit() and len(stamp) < 19 else now
             out.append(SourceRecord(None, None, topic, None, None, None, bytes_schema, body, timestamp, headers))
         return out
 

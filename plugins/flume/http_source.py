@@ -53,7 +53,7 @@ def parse_flume_events(body: bytes, topic: str, max_event_bytes: int) -> list[So
         for k, v in fields.items():
             headers.add(k, v, string_schema)
         stamp = fields.get("timestamp")
-        timestamp = int(stamp) if stamp and stamp.isdigit() and len(stamp) < 19 else now
+        timestamp = int(stamp) if stamp and stamp.isascii() and stamp.isdigit() and len(stamp) < 19 else now
         out.append(SourceRecord(None, None, topic, None, None, None, Schema.BYTES_SCHEMA, value, timestamp, headers))
     return out
 

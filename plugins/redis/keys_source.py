@@ -106,7 +106,7 @@ class RedisKeysSourceConnector(SourceConnector):
     def validate(self, connector_configs: Mapping[str, str]) -> dict[str, ConfigValue]:
         values = self.config().validate(connector_configs)
         tasks = str(connector_configs.get("tasks.max", "1")).strip()
-        if tasks.isdigit() and int(tasks) > 1:
+        if tasks.isascii() and tasks.isdigit() and int(tasks) > 1:
             values["tasks.max"] = ConfigValue("tasks.max", tasks, errors=[
                 "RedisKeysSourceConnector runs one task only: keyspace notifications go to every subscriber, so "
                 "more tasks would only send each change several times"])

@@ -157,7 +157,7 @@ def test_the_fast_path_for_nested_ecs_gives_the_general_paths_event_or_error():
 
 @pytest.mark.slow
 def test_the_fast_path_for_nested_ecs_gives_the_general_paths_event_or_error_at_length():
-    _fast_path_matches(1500, 200)
+    _fast_path_matches(500, 60)
 
 
 def test_the_fast_path_takes_the_appenders_events():
@@ -176,3 +176,10 @@ def test_the_fast_path_takes_the_appenders_events():
         log_event._from_any = original
     assert calls == [] and event == original(obj, None)
     assert to_plain(event)["labels"] == {"n": "1"}
+
+
+def test_a_timestamp_of_digits_that_are_not_ascii_is_not_taken_for_epoch_seconds():
+    # "¹".isdigit() is true but int("¹") fails: found by the property test above with a newer Hypothesis
+    for text in ("¹", "²³", "١٢"):
+        event = from_mapping({"@timestamp": text, "message": "m"}, received=lambda: "now")
+        assert event.get("@timestamp") == text  # kept as the text it is, as any other non-epoch timestamp
