@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -114,3 +115,39 @@ def test_wakeup_ends_a_long_poll_at_once(tmp_path):
         consumer.close()
     finally:
         backend.close()
+
+
+def test_announcements_within_one_tick_of_the_file_clock_are_each_seen(tmp_path):
+    # two announcements can leave the marker with the same modification time (the kernel's file-time clock
+    # is coarse); pinning the time makes that certain here, so only the marker's growth can tell them apart
+    owner, other = DirSignals(str(tmp_path)), DirSignals(str(tmp_path))
+    owner.owner_opened()
+    waiter = owner.waiter()
+    marker = tmp_path / ".appended"
+    try:
+        time.sleep(0.3)  # the watcher has taken its first look
+        for _ in range(3):
+            waiter.event.clear()
+            other.announce_append()
+            os.utime(marker, ns=(1_000_000_000, 1_000_000_000))
+            assert waiter.event.wait(5), "an announcement went unnoticed"
+    finally:
+        owner.release(waiter)
+
+
+def test_the_owner_empties_a_grown_marker_and_still_sees_what_comes_next(tmp_path, monkeypatch):
+    from connect.log.embedded import signals as signals_module
+
+    monkeypatch.setattr(signals_module, "MARKER_MAX_BYTES", 4)
+    owner, other = DirSignals(str(tmp_path)), DirSignals(str(tmp_path))
+    waiter = owner.waiter()
+    marker = tmp_path / ".appended"
+    try:
+        time.sleep(0.3)
+        for _ in range(8):
+            waiter.event.clear()
+            other.announce_append()
+            assert waiter.event.wait(5), "an announcement went unnoticed"
+        assert marker.stat().st_size <= 5
+    finally:
+        owner.release(waiter)

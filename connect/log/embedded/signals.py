@@ -6,9 +6,10 @@ waiters of that topic (and pattern subscribers), a rebalance only its group's me
 consumers cost nothing while one pipeline runs, and none of them wakes on a timer.
 
 Appends by other processes (the console producer, ``headrace topics``) are not seen in this process's
-memory. Processes that do not own the directory announce theirs by touching ``.appended`` in it; while
-this process has waiters, one thread per directory looks at that file's modification time a few times a
-second and wakes every waiter when it moved. The owner's own appends are not announced (no per-append
+memory. Processes that do not own the directory announce theirs by appending a byte to ``.appended`` in
+it; while this process has waiters, one thread per directory looks at that file a few times a second and
+wakes every waiter when it grew. (Its size, not its modification time: two touches within one tick of the
+kernel's file-time clock leave the same time, and the second append would go unnoticed.) The owner's own appends are not announced (no per-append
 system call on the hot path), so consumers in processes that do not own the directory keep a short
 timer of their own (``needs_polling``).
 """
@@ -22,6 +23,7 @@ from collections.abc import Iterable
 
 APPEND_MARKER = ".appended"
 WATCH_INTERVAL_S = 0.1  # how often the marker of other processes' appends is looked at
+MARKER_MAX_BYTES = 64 * 1024  # the owner empties the marker beyond this
 
 
 class Waiter:
@@ -132,23 +134,24 @@ class DirSignals:
     def announce_append(self) -> None:
         """Tell the directory's owner, in another process, that this process appended or changed topics."""
         with contextlib.suppress(OSError):  # a vanished directory: there is nobody to tell
-            fd = os.open(self._marker, os.O_WRONLY | os.O_CREAT, 0o600)
+            fd = os.open(self._marker, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
-                os.utime(fd)
+                os.write(fd, b".")  # O_APPEND: every announcement grows the file, whoever else writes
             finally:
                 os.close(fd)
 
     # -- the marker of other processes' appends ------------------------------------------------------------
 
-    def _marker_mtime(self) -> int:
+    def _marker_state(self) -> tuple[int, int, int]:
         try:
-            return os.stat(self._marker).st_mtime_ns
+            st = os.stat(self._marker)
         except OSError:
-            return 0
+            return (0, 0, 0)
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
 
     def _watch_marker(self) -> None:
         """Runs while there are waiters; ends by itself when the last one is released."""
-        seen = self._marker_mtime()
+        seen = self._marker_state()
         pause = threading.Event()
         while True:
             pause.wait(WATCH_INTERVAL_S)
@@ -156,9 +159,15 @@ class DirSignals:
                 if not self._waiters:
                     self._watcher = None
                     return
-            mtime = self._marker_mtime()
-            if mtime != seen:
-                seen = mtime
+            state = self._marker_state()
+            if state != seen:
+                if state[1] > MARKER_MAX_BYTES:
+                    # emptied before the wake-up below: an announcement cut away here came after its data,
+                    # which the woken consumers then find
+                    with contextlib.suppress(OSError):
+                        os.truncate(self._marker, 0)
+                    state = self._marker_state()
+                seen = state
                 # another process appended or changed topics: which ones is not known, so everyone looks
                 self.topics_changed()
 
