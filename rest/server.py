@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import queue
 import re
 import socket
 import ssl
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
+from cheroot import server as cheroot_server
 from cheroot import wsgi
 
 from rest.access_log import WsgiApp
@@ -20,7 +22,7 @@ from rest.context import ConfigSource, setting
 from rest.responses import RestConfigError
 from rest.tls import ssl_adapter
 
-__all__ = ["DEFAULT_LISTENERS", "Listener", "RestConfigError", "RestServer", "parse_listeners"]
+__all__ = ["DEFAULT_LISTENERS", "Listener", "RequestObserver", "RestConfigError", "RestServer", "parse_listeners"]
 
 log = logging.getLogger(__name__)
 
@@ -80,11 +82,47 @@ def parse_listeners(value: str | Sequence[str]) -> list[Listener]:
 _LOOP_INTERVAL_S = 0.1
 
 
+class RequestObserver(Protocol):
+    """Told when a request arrives (before a pool thread picks it up) and when it has been answered."""
+
+    def request_started(self) -> None: ...
+
+    def request_finished(self) -> None: ...
+
+
+class _ObservedConnection(cheroot_server.HTTPConnection):
+    """A connection that tells the server's observer when the request it was handed for is done."""
+
+    def communicate(self) -> bool:
+        try:
+            return bool(super().communicate())
+        finally:
+            observer = getattr(self.server, "request_observer", None)
+            if observer is not None:
+                observer.request_finished()
+
+
 class _CherootServer(wsgi.Server):
     """cheroot's WSGI server, reporting its own errors through logging instead of stderr."""
 
+    ConnectionClass = _ObservedConnection
+    request_observer: RequestObserver | None = None
+
     def error_log(self, msg: str = "", level: int = logging.INFO, traceback: bool = False) -> None:
         log.log(level, "REST server: %s", msg, exc_info=traceback)
+
+    def process_conn(self, conn: Any) -> None:
+        """A connection with a request to read, from the accept/keep-alive loop: to the pool."""
+        observer = self.request_observer
+        if observer is None:
+            super().process_conn(conn)
+            return
+        observer.request_started()
+        try:
+            self.requests.put(conn)
+        except queue.Full:  # cheroot answers it 503 on another thread; no request of ours runs
+            observer.request_finished()
+            self._unservicable_conns.put(conn)  # type: ignore[attr-defined]
 
 
 def _is_loopback(host: str) -> bool:
@@ -114,8 +152,10 @@ class RestServer:
     free port; ``port`` and ``url`` then give the one bound.
     """
 
-    def __init__(self, app: WsgiApp, worker_config: ConfigSource, threads: int = DEFAULT_THREADS) -> None:
+    def __init__(self, app: WsgiApp, worker_config: ConfigSource, threads: int = DEFAULT_THREADS,
+                 request_observer: RequestObserver | None = None) -> None:
         self._app = app
+        self._request_observer = request_observer
         self._config = worker_config
         self._threads = threads
         self.listeners = parse_listeners(setting(worker_config, "listeners", DEFAULT_LISTENERS))
@@ -161,6 +201,7 @@ class RestServer:
             server = _CherootServer(address, self._app, numthreads=self._threads, server_name="headrace",
                                     timeout=_SOCKET_TIMEOUT_S, shutdown_timeout=_DRAIN_TIMEOUT_S)
             server.software = "headrace"
+            server.request_observer = self._request_observer
             # how often the accept loop looks up from select(): a stop waits up to this long for it; cheroot's
             # 0.5 s made every worker stop take half a second, 0.1 s costs ten idle wake-ups a second
             server.expiration_interval = _LOOP_INTERVAL_S

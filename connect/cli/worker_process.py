@@ -88,12 +88,13 @@ class WorkerProcess(abc.ABC):
         listeners = self.config.get_list("listeners")
         if not listeners:
             return
+        from connect.runtime.control_priority import CONTROL_PRIORITY
         from rest import RestConfigError, RestServer, create_app
 
         self.schema_registry = self._schema_registry()
         try:
             app = create_app(herder, self.config.originals, schema_registry=self.schema_registry)
-            self.rest = RestServer(app, self.config.originals)
+            self.rest = RestServer(app, self.config.originals, request_observer=CONTROL_PRIORITY)
         except RestConfigError as exc:
             raise ConfigException(message=str(exc)) from exc
         self.rest.start()
@@ -119,6 +120,9 @@ class WorkerProcess(abc.ABC):
 
         settle_heap()  # plugins are loaded: what is alive now lives as long as the process
         sys.setswitchinterval(self.config.python_switch_interval_us / 1_000_000)
+        from connect.runtime.control_priority import CONTROL_PRIORITY
+
+        CONTROL_PRIORITY.max_yield_s = self.config.rest_request_priority_max_ms / 1000
         try:
             self.start()
         except (ConfigException, ConnectException, LogError, OSError) as exc:

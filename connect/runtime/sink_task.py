@@ -25,6 +25,7 @@ from connect.api.records import SinkRecord, SinkRecordBatch, TimestampType
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import ClientStats, Consumer, ConsumerRecord, FetchedBatch, LogError, RebalanceListener
 from connect.runtime.connector_config import SinkConnectorConfig
+from connect.runtime.control_priority import CONTROL_PRIORITY
 from connect.runtime.error_handler import ErrantRecordReporterImpl, Stage, TaskStoppingError
 from connect.runtime.worker_task import WorkerTask
 
@@ -183,16 +184,19 @@ class WorkerSinkTask(WorkerTask):
 
     # --- one loop turn ------------------------------------------------------------------------------
     def iteration(self) -> None:
+        CONTROL_PRIORITY.yield_to_control()
         self._maybe_commit()
         self._apply_rewinds()
         batches = self.consumer.poll(self._poll_timeout(POLL_TIMEOUT), self.max_records)
         if batches:
+            CONTROL_PRIORITY.yield_to_control()
             try:
                 records = self._convert_batches(batches)
             except TaskStoppingError as exc:
                 log.info("%s %s; the batch is left for the next start", self, exc)
                 return
             self._in_put = batches
+            CONTROL_PRIORITY.yield_to_control()
             if not self._deliver(records):
                 return  # stopping while put was being retried: these records are not done
             for batch in batches:

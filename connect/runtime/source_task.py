@@ -22,6 +22,7 @@ from connect.api.errors import ConnectException, RetriableException
 from connect.api.records import SourceRecord, SourceRecordBatch
 from connect.log.api import Admin, BatchDeliveryCallback, ClientStats, LogError, Producer
 from connect.runtime.connector_config import SourceConnectorConfig
+from connect.runtime.control_priority import CONTROL_PRIORITY
 from connect.runtime.error_handler import Stage
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offsets import OffsetStore, offset_key
@@ -138,6 +139,7 @@ class WorkerSourceTask(WorkerTask):
 
     def iteration(self) -> bool:
         """One turn: poll once and send what came (or, paused, wait for the resume); False to stop."""
+        CONTROL_PRIORITY.yield_to_control()
         if self.is_paused:
             self.commit_offsets()
             return self.await_unpaused()
@@ -154,6 +156,7 @@ class WorkerSourceTask(WorkerTask):
         if self.is_paused:
             return True  # paused while polling: the batch is held until resumed
         if self._held:
+            CONTROL_PRIORITY.yield_to_control()
             self._send(self._held)
         self._held = None
         self.producer.poll(0)

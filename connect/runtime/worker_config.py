@@ -131,6 +131,10 @@ def worker_config_def() -> ConfigDef:
              "microseconds. Python's default, 5000, lets tasks moving records at full speed hold back REST "
              "requests by tens of milliseconds each time they get the GIL; 1000 keeps status requests fast beside "
              "busy tasks (see README, Scale).")
+    d.define("rest.request.priority.max.ms", ConfigType.INT, 5, Range.between(0, 100), Importance.LOW,
+             "While a REST request is being served, task threads step aside between two batches until it is "
+             "answered, for at most this many milliseconds, so that status requests stay fast beside tasks moving "
+             "records at full speed (see README, Scale). 0 turns it off.")
     return d
 
 
@@ -158,6 +162,7 @@ class WorkerConfig(AbstractConfig):
     consumer_max_poll_records = Setting[int]("consumer.max.poll.records")
     exactly_once_source_support = Setting[str]("exactly.once.source.support")
     python_switch_interval_us = Setting[int]("python.switch.interval.us")
+    rest_request_priority_max_ms = Setting[int]("rest.request.priority.max.ms")
 
     def __init__(self, originals: Mapping[str, Any], definition: ConfigDef | None = None) -> None:
         super().__init__(definition or self.DEFINITION, originals)
