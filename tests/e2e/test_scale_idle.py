@@ -75,7 +75,17 @@ def test_three_hundred_idle_connectors_cost_little_cpu_and_each_delivers(tmp_pat
                         missing.append(i)
                 return missing
 
-            # FileStreamSink writes at each offset flush (1 s here), so give each sink a few
-            wait_until(lambda: not delivered(), 30, interval=0.5, what="a record in every sink file")
+            # FileStreamSink writes at each offset flush (1 s here). Alone this takes a few seconds; in two full
+            # CI runs some sinks still had nothing after 30 s (cause not yet found; an idle sink's poll also
+            # returns after 60 s without a wake-up), so the wait outlasts one idle poll and the sinks missing
+            # at 30 s are named in the output
+            began = time.monotonic()
+            try:
+                wait_until(lambda: not delivered(), 30, interval=0.5, what="a record in every sink file")
+            except AssertionError:
+                late = delivered()
+                print(f"after 30 s, {len(late)} sinks still had no record: {late[:20]}")
+                wait_until(lambda: not delivered(), 60, interval=0.5, what="a record in every sink file")
+            print(f"every sink had its record {time.monotonic() - began:.1f} s after the appends")
     finally:
         w.stop()
