@@ -82,6 +82,10 @@ def test_every_line_once_for_read_committed_after_five_kill_9s(tmp_path, boundar
     worker = connect_standalone(tmp_path, cfg, src)
     size = (tmp_path / "input.txt").stat().st_size
     try:
+        # the killed runs may already have committed the file's end: without this wait the SIGTERM below
+        # could land while the worker is still importing, before it handles the signal (exit -15)
+        wait_until(lambda: "Task started" in worker.log() or not worker.alive(), 60,
+                   what="the last run's task started")
         wait_until(lambda: _committed_position(tmp_path) == size or not worker.alive(), 120, interval=0.5,
                    what="the offset of the file's end to commit")
     finally:
