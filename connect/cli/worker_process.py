@@ -91,6 +91,8 @@ class WorkerProcess(abc.ABC):
         from connect.runtime.control_priority import CONTROL_PRIORITY
         from rest import RestConfigError, RestServer, create_app
 
+        # only requests of this server make the tasks step aside, so its bound is set with it
+        CONTROL_PRIORITY.max_yield_s = self.config.rest_request_priority_max_ms / 1000
         self.schema_registry = self._schema_registry()
         try:
             app = create_app(herder, self.config.originals, schema_registry=self.schema_registry)
@@ -120,9 +122,6 @@ class WorkerProcess(abc.ABC):
 
         settle_heap()  # plugins are loaded: what is alive now lives as long as the process
         sys.setswitchinterval(self.config.python_switch_interval_us / 1_000_000)
-        from connect.runtime.control_priority import CONTROL_PRIORITY
-
-        CONTROL_PRIORITY.max_yield_s = self.config.rest_request_priority_max_ms / 1000
         try:
             self.start()
         except (ConfigException, ConnectException, LogError, OSError) as exc:
