@@ -15,7 +15,9 @@ at once with what to install, so that a CI run cannot pass by leaving tests out.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,15 @@ import pytest
 pytest_plugins = ["tests.fixtures_services"]
 
 TESTS = Path(__file__).resolve().parent
+
+# Every worker, CLI, agent and Spark Python the tests start is a fresh interpreter importing the project.
+# Where the environment forbids bytecode files (PYTHONDONTWRITEBYTECODE, set on some CI images), each of
+# them compiles about 200 of the project's modules from source: half a second per start, across hundreds
+# of starts. The tests let Python keep them in the usual (git-ignored) __pycache__ folders; installed
+# packages are compiled by pip already. Set here, before pytest-xdist starts its workers, so that they and
+# every process they start inherit it.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 # tests/<directory> -> marker of every test in it
 DIRECTORY_MARKERS = {"kafka": "kafka", "spark": "spark", "distributed": "kafka", "compat": "kafka"}

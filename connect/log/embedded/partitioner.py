@@ -6,40 +6,9 @@ topic filled by Headrace and by Kafka clients keeps one key in one partition.
 
 from __future__ import annotations
 
-import struct
+from connect.log.key_partition import murmur2, partition_for_key
 
-_M = 0x5BD1E995
-_MASK = 0xFFFFFFFF
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's ``Utils.murmur2``: a signed 32-bit hash."""
-    length = len(data)
-    h = (0x9747B28C ^ length) & _MASK
-    words = length // 4
-    for k in struct.unpack_from(f"<{words}I", data):
-        k = (k * _M) & _MASK
-        k ^= k >> 24
-        k = (k * _M) & _MASK
-        h = ((h * _M) & _MASK) ^ k
-    tail = length & ~3
-    rest = length % 4
-    if rest == 3:
-        h ^= data[tail + 2] << 16
-    if rest >= 2:
-        h ^= data[tail + 1] << 8
-    if rest >= 1:
-        h ^= data[tail]
-        h = (h * _M) & _MASK
-    h ^= h >> 13
-    h = (h * _M) & _MASK
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def partition_for_key(key: bytes, partitions: int) -> int:
-    """Kafka's ``toPositive(murmur2(key)) % partitions``."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+__all__ = ["StickyPartitioner", "murmur2", "partition_for_key"]
 
 
 class StickyPartitioner:

@@ -14,9 +14,8 @@ import json
 import logging
 from collections.abc import Mapping
 
-from kafka.partitioner.default import murmur2
-
 from connect.log.api import ClientStats, LogBackend, LogError
+from connect.log.key_partition import partition_for_key
 from connect.runtime.distributed.kafka_based_log import KafkaBasedLog, ensure_internal_topic
 from connect.runtime.offsets import OffsetStore, offset_key
 
@@ -29,7 +28,7 @@ _WRITE_TIMEOUT_S = 30.0
 
 def offset_partition(key: bytes, partitions: int) -> int:
     """The partition Java's default partitioner picks for ``key``."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+    return partition_for_key(key, partitions)
 
 
 def _canonical(raw_key: bytes) -> str | None:
