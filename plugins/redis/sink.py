@@ -327,13 +327,14 @@ class RedisSinkTask(SinkTask):
         owners: list[SinkRecord | None] = []  # the record behind each queued command
         add = self._adder(pipe, owners)
         expire: set[str] = set()
+        with_ttl = self._ttl > 0
         for record in records:
             try:
                 key = add(record)
             except DataException as exc:
                 self._reject(record, exc)
                 continue
-            if key is not None and self._ttl > 0:
+            if with_ttl and key is not None:
                 expire.add(key)
         for key in expire:  # once per key and batch, after its writes
             pipe.expire(key, self._ttl)
@@ -386,21 +387,31 @@ class RedisSinkTask(SinkTask):
                 mark(record)
                 return key if record.value is not None else None
         elif kind == "HASH":
+            prefixes = self._prefixes
+            hset = pipe.hset
+
             def add(record: SinkRecord) -> str | None:
-                key = keyed(record)
-                if record.value is None:
+                raw_key = record.key
+                key = (prefixes.get(record.topic) or self._prefix(record.topic)) + (
+                    raw_key if type(raw_key) is str else _text(raw_key, "key", record))
+                value = record.value
+                if value is None:
                     pipe.delete(key)
                     mark(record)
                     return None
-                pipe.hset(key, mapping=_fields(record.value, kind, record))  # type: ignore[arg-type]
+                hset(key, mapping=_fields(value, kind, record))  # type: ignore[arg-type]
                 mark(record)
                 return key
         elif kind == "STREAM":
+            streams = self._collections
+            xadd = pipe.xadd
+
             def add(record: SinkRecord) -> str | None:
-                if record.value is None:
+                value = record.value
+                if value is None:
                     return None  # a stream entry cannot be taken back; a tombstone writes nothing
-                stream = self._collection(record.topic)
-                pipe.xadd(stream, _fields(record.value, kind, record))  # type: ignore[arg-type]
+                stream = streams.get(record.topic) or self._collection(record.topic)
+                xadd(stream, _fields(value, kind, record))
                 mark(record)
                 return stream
         else:
@@ -453,18 +464,21 @@ class RedisSinkTask(SinkTask):
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             raise self._outage.down(exc, f"the batch of {count} records will be written again") from exc
 
-    def _check_results(self, results: Sequence[Any], owners: Sequence[SinkRecord | None]) -> None:
+    def _check_results(self, results: Sequence[Any], owners: list[SinkRecord | None]) -> None:
         rejected = 0
-        for result, record in zip(results, owners, strict=False):
-            if not isinstance(result, Exception):
+        # failed commands are rare: find them in one pass, then look only at those
+        failed = [i for i, result in enumerate(results) if isinstance(result, Exception)]
+        for i in failed:
+            if i >= len(owners):
                 continue
+            result, record = results[i], owners[i]
             if record is None:
                 raise ConnectException(f"Redis at {self._uri} failed a command of the batch: {describe_error(result)}")
             rejected += 1
             # the usual cause: the key already holds another type (WRONGTYPE); the rest of the batch is written
             self._reject(record, DataException(f"Redis refused the record at {_where(record)} (key {record.key!r}): "
                                                f"{describe_error(result)}"))
-        self.records_written += sum(1 for r in owners if r is not None) - rejected
+        self.records_written += len(owners) - owners.count(None) - rejected
 
     def _reject(self, record: SinkRecord, exc: DataException) -> None:
         """A record that cannot be written: to the errant record reporter, or fail, or (tolerance all) skip."""
