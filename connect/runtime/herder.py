@@ -294,6 +294,17 @@ class Herder(abc.ABC):
         serialise it and never change it (status listings read it per connector per request)."""
         return self.connector_status(name).to_json()
 
+    def connector_status_bodies(self) -> dict[str, dict[str, Any]]:
+        """``connector_status_body`` of every connector, for a status listing; a connector deleted while the
+        listing is made is left out. A herder may gather what the bodies need once for all of them."""
+        bodies: dict[str, dict[str, Any]] = {}
+        for name in self.connectors():
+            try:
+                bodies[name] = self.connector_status_body(name)
+            except NotFoundError:
+                continue
+        return bodies
+
     @abc.abstractmethod
     def task_status(self, task: ConnectorTaskId) -> TaskState: ...
 

@@ -212,6 +212,25 @@ def test_an_assigned_connector_starts_and_its_task_configs_are_written_by_the_le
     assert herder.cluster.work.tasks == frozenset(tasks)
 
 
+def test_the_status_listing_holds_every_connector_with_the_body_of_each(cluster):
+    herder, _, member, _ = cluster
+    _lead(member, herder)
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    herder.put_connector_config("other", SOURCE, allow_replace=False)
+    _lead(member, herder, generation=2, connectors=("src",))  # "other" is another worker's
+    herder.cluster._tick()
+    tasks = (ConnectorTaskId("src", 0), ConnectorTaskId("src", 1))
+    _lead(member, herder, generation=3, tasks=tasks)
+    for t in tasks:
+        herder.status.await_task(t, State.RUNNING)
+    bodies = herder.connector_status_bodies()
+    assert set(bodies) == {"src", "other"}
+    for name, body in bodies.items():
+        assert body is herder.connector_status_body(name)
+        assert body == herder.connector_status(name).to_json()
+    assert [t["state"] for t in bodies["src"]["tasks"]] == ["RUNNING", "RUNNING"]
+
+
 def test_revoked_work_stops_and_the_worker_rejoins_at_once(cluster):
     herder, _, member, _ = cluster
     _lead(member, herder)

@@ -101,6 +101,31 @@ def test_the_task_signature_lists_exactly_the_status_counters(herder):
         assert counters == [(tid, sig, lag) for tid, _, sig, lag in signatures]
 
 
+def test_the_listing_gathers_every_body_at_once_and_each_equals_its_own(herder):
+    append(herder.worker.backend, "feed", "a", "b")
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    herder.put_connector_config("sink", SINK, allow_replace=False)
+    herder.put_connector_config("stopped", {**SOURCE, "lines": "1"}, allow_replace=False)
+    for name in ("src", "sink", "stopped"):
+        herder.status.await_task(ConnectorTaskId(name, 0), State.RUNNING)
+    herder.stop_connector("stopped")
+    wait_until(lambda: herder.connector_status_body("sink")["tasks"][0]["metrics"]["records_put"] == 2,
+               what="the sink to count the two records")
+    signatures = herder.worker.task_signatures()
+    assert signatures["src"] and signatures["sink"]
+    assert signatures.get("stopped", ()) == ()  # a stopped connector has no tasks on the worker
+    for name in ("src", "sink", "stopped"):
+        assert signatures.get(name, ()) == herder.worker.connector_task_signatures(name)
+    bodies = herder.connector_status_bodies()
+    assert set(bodies) == {"src", "sink", "stopped"}
+    assert bodies["stopped"]["connector"]["state"] == "STOPPED"
+    for name, body in bodies.items():
+        assert body is herder.connector_status_body(name)  # the same prepared body, not a copy
+        assert body == herder.connector_status(name).to_json()
+    herder.delete_connector("src")
+    assert set(herder.connector_status_bodies()) == {"sink", "stopped"}
+
+
 def test_statuses_read_from_the_status_topic_move_the_version_too():
     """A distributed worker learns other workers' states from the status topic, not through put_task."""
     from connect.runtime.distributed.status_backing_store import KafkaStatusBackingStore
@@ -149,6 +174,7 @@ def test_a_paused_sinks_body_shows_its_lag_growing_though_its_counters_stand_sti
         append("c", "d", "e")
         # the log ends are kept a second, so the new lag shows within about that
         wait_until(lambda: lag() == 3, 10, what="the paused sink's lag to reach 3")
+        assert herder.connector_status_bodies()["sink"]["tasks"][0]["metrics"]["lag"] == 3
         assert herder.connector_status_body("sink") == herder.connector_status("sink").to_json()
     finally:
         producer.close()

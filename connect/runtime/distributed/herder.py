@@ -206,6 +206,14 @@ class DistributedHerder(AbstractHerder):
         return self.status_body(name, config, count, self.worker.connector_task_signatures(name),
                                 self.worker.backend.health_problem())
 
+    def connector_status_bodies(self) -> dict[str, dict[str, Any]]:
+        snapshot = self.store.snapshot()
+        signatures = self.worker.task_signatures()
+        problem = self.worker.backend.health_problem()
+        return {name: self.status_body(name, config, len(snapshot.task_configs.get(name, [])),
+                                       signatures.get(name, ()), problem)
+                for name, config in snapshot.connectors.items()}
+
     def task_status(self, task: ConnectorTaskId) -> TaskState:
         for t in self.connector_status(task.connector).tasks:
             if t.id == task.task:
