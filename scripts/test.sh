@@ -6,4 +6,7 @@ bash scripts/install.sh
 ruff check .
 lint-imports          # the layer rules of ARCHITECTURE.md
 mypy                  # connect/, as configured in pyproject.toml
-python3 -m pytest -q -p no:cacheprovider --durations=30 "$@"  # the slowest 30: where the 30-minute budget goes
+# Two xdist workers: one runs every test needing Kafka or Spark's services, one at a time (--dist loadgroup,
+# the "services" group of tests/conftest.py); the other runs the rest beside it, most of which wait on worker
+# processes. --durations: the slowest 30, where the 30-minute budget goes.
+python3 -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup --durations=30 "$@"

@@ -84,6 +84,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for name in sorted(markers_of(item) - {m.name for m in item.iter_markers()}):
             item.add_marker(name)
+        # Under ``pytest -n 2 --dist loadgroup`` (scripts/test.sh) the tests needing Kafka, HDFS, OpenSearch or
+        # Spark all run on one xdist worker, one at a time and against one set of services, while the other
+        # worker runs the rest beside them.
+        if item.get_closest_marker("kafka") or item.get_closest_marker("spark"):
+            item.add_marker(pytest.mark.xdist_group("services"))
 
 
 def missing_requirements(items: list[pytest.Item]) -> list[str]:
