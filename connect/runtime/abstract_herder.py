@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from connect.api.config import ConfigType, Password
@@ -163,6 +163,15 @@ class AbstractHerder(Herder):
             restarts = tuple(self.task_restarter.info(ConnectorTaskId(name, i)) for i in range(task_count))
         key = (self.status.version(name), config, task_count, log_problem, restarts, task_signatures)
         return self.status_views.body(name, key, lambda: self.connector_status(name).to_json())
+
+    def status_bodies(self, connectors: Mapping[str, Mapping[str, str]], task_configs: Mapping[str, Sequence[Any]],
+                      task_signatures: Mapping[str, tuple[Any, ...]], log_problem: str | None
+                      ) -> dict[str, dict[str, Any]]:
+        """``status_body`` of every connector in ``connectors``, for a status listing: the configs, the worker's
+        ``task_signatures()`` and the log's health are read once by the caller for all of them."""
+        return {name: self.status_body(name, config, len(task_configs.get(name, ())), task_signatures.get(name, ()),
+                                       log_problem)
+                for name, config in connectors.items()}
 
     def build_status(self, name: str, config: Mapping[str, str], task_count: int,
                      metrics: Mapping[ConnectorTaskId, Mapping[str, int | float]] | None = None,

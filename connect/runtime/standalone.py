@@ -263,11 +263,8 @@ class StandaloneHerder(AbstractHerder):
 
     def connector_status_bodies(self) -> dict[str, dict[str, Any]]:
         snapshot = self.store.snapshot
-        signatures = self.worker.task_signatures()
-        problem = self.worker.backend.health_problem()
-        return {name: self.status_body(name, config, len(snapshot.task_configs.get(name, [])),
-                                       signatures.get(name, ()), problem)
-                for name, config in snapshot.connectors.items()}
+        return self.status_bodies(snapshot.connectors, snapshot.task_configs, self.worker.task_signatures(),
+                                  self.worker.backend.health_problem())
 
     def metrics_snapshot(self) -> WorkerMetrics:
         return self.worker.metrics_snapshot(self.task_restarter.info if self.task_restarter is not None else None)

@@ -10,7 +10,7 @@ import pytest
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import LogError, NewTopic, RecordMetadata, UnknownTopicError
 from connect.log.embedded.backend import EmbeddedBackend
-from connect.log.embedded.partitioner import partition_for_key
+from connect.log.key_partition import partition_for_key
 from tests.support import drain
 
 pytestmark = pytest.mark.timeout(60)

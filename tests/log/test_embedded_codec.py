@@ -12,7 +12,7 @@ from connect.log.embedded.codec import (
     encode,
     parse_header,
 )
-from connect.log.embedded.partitioner import murmur2, partition_for_key
+from connect.log.key_partition import murmur2, partition_for_key
 
 
 def roundtrip(batch, base: int = 100):

@@ -1,14 +1,11 @@
-"""Kafka's default partitioning: murmur2 of the key for keyed records, round-robin per batch otherwise.
+"""Kafka's default partitioning of null-key records: one partition per batch, then the next.
 
-Keyed records must land where the Java client would put them, so that a
-topic filled by Headrace and by Kafka clients keeps one key in one partition.
+Keyed records go where Java's producer puts them: ``connect.log.key_partition``.
 """
 
 from __future__ import annotations
 
-from connect.log.key_partition import murmur2, partition_for_key
-
-__all__ = ["StickyPartitioner", "murmur2", "partition_for_key"]
+__all__ = ["StickyPartitioner"]
 
 
 class StickyPartitioner:

@@ -38,8 +38,9 @@ from connect.log.api import (
 from connect.log.embedded.codec import EncodedBatch, encode
 from connect.log.embedded.config import client_bool, client_int
 from connect.log.embedded.partition import now_ms
-from connect.log.embedded.partitioner import StickyPartitioner, partition_for_key
+from connect.log.embedded.partitioner import StickyPartitioner
 from connect.log.embedded.topics import TopicStore, validate_topic_name
+from connect.log.key_partition import partition_for_key
 
 log = logging.getLogger(__name__)
 

@@ -208,11 +208,8 @@ class DistributedHerder(AbstractHerder):
 
     def connector_status_bodies(self) -> dict[str, dict[str, Any]]:
         snapshot = self.store.snapshot()
-        signatures = self.worker.task_signatures()
-        problem = self.worker.backend.health_problem()
-        return {name: self.status_body(name, config, len(snapshot.task_configs.get(name, [])),
-                                       signatures.get(name, ()), problem)
-                for name, config in snapshot.connectors.items()}
+        return self.status_bodies(snapshot.connectors, snapshot.task_configs, self.worker.task_signatures(),
+                                  self.worker.backend.health_problem())
 
     def task_status(self, task: ConnectorTaskId) -> TaskState:
         for t in self.connector_status(task.connector).tasks:
