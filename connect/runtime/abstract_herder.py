@@ -174,21 +174,25 @@ class AbstractHerder(Herder):
                 for name, config in connectors.items()}
 
     def build_status(self, name: str, config: Mapping[str, str], task_count: int,
-                     metrics: Mapping[ConnectorTaskId, Mapping[str, int | float]] | None = None,
+                     metrics: Callable[[], Mapping[ConnectorTaskId, Mapping[str, int | float]]] | None = None,
                      log_problem: str | None = None) -> ConnectorStateInfo:
         """``log_problem`` (the log unreachable, say) becomes the trace of RUNNING tasks: they keep running
-        and retrying, and the status says why nothing moves."""
+        and retrying, and the status says why nothing moves.
+
+        ``metrics`` is called after the statuses are read: a task counts a failed record before it reports
+        FAILED, so counters read afterwards are never older than the state shown beside them."""
         cs = self.status.connector(name)
+        statuses = self.status.tasks(name)
+        counters = metrics() if metrics is not None else {}
         version = self.plugin_version(config)
         connector = ConnectorState(cs.state, cs.worker_id, cs.trace, version) if cs else ConnectorState(
             State.UNASSIGNED, self.worker_id, version=version)
         tasks = []
         restarts = self.task_restarter.info if self.task_restarter is not None else (lambda _tid: None)
-        statuses = self.status.tasks(name)
         for i in range(task_count):
             tid = ConnectorTaskId(name, i)
             ts = statuses.get(tid)
-            m = (metrics or {}).get(tid)
+            m = counters.get(tid)
             if ts is None:
                 tasks.append(TaskState(i, State.UNASSIGNED, self.worker_id, None, m, version=version))
             else:

@@ -252,8 +252,8 @@ class StandaloneHerder(AbstractHerder):
     def connector_status(self, name: str) -> ConnectorStateInfo:
         config = self._config(name)
         count = len(self.store.snapshot.task_configs.get(name, []))
-        metrics = self.worker.connector_task_metrics(name)
-        return self.build_status(name, config, count, metrics, self.worker.backend.health_problem())
+        return self.build_status(name, config, count, lambda: self.worker.connector_task_metrics(name),
+                                 self.worker.backend.health_problem())
 
     def connector_status_body(self, name: str) -> dict[str, Any]:
         config = self._config(name)

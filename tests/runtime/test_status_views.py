@@ -180,3 +180,25 @@ def test_a_paused_sinks_body_shows_its_lag_growing_though_its_counters_stand_sti
         producer.close()
         herder.stop()
         backend.close()
+
+
+def test_the_counters_are_read_after_the_states_so_a_failed_task_shows_its_failed_record(herder, monkeypatch):
+    # A task counts a bad record, then reports FAILED. A status read in the other order could show FAILED with
+    # the counters from before the record (CI saw records_failed=0 beside FAILED once).
+    from connect.runtime.status import Status
+
+    herder.put_connector_config("sink", SINK, allow_replace=False)
+    tid = ConnectorTaskId("sink", 0)
+    herder.status.await_task(tid, State.RUNNING)
+    read_counters = herder.worker.connector_task_metrics
+
+    def counters_then_the_task_fails(name):
+        counters = read_counters(name)
+        herder.status.put_task(tid, Status(State.FAILED, herder.worker_id, "boom"))
+        return counters
+
+    monkeypatch.setattr(herder.worker, "connector_task_metrics", counters_then_the_task_fails)
+    shown = herder.connector_status("sink").tasks[0]
+    assert shown.state is State.RUNNING  # the states came first: the failure is after both reads
+    monkeypatch.setattr(herder.worker, "connector_task_metrics", read_counters)
+    assert herder.connector_status("sink").tasks[0].state is State.FAILED

@@ -193,7 +193,7 @@ class DistributedHerder(AbstractHerder):
         if config is None:
             raise NotFoundError(f"Connector {name} not found")
         count = len(snapshot.task_configs.get(name, []))
-        return self.build_status(name, config, count, self.worker.connector_task_metrics(name),
+        return self.build_status(name, config, count, lambda: self.worker.connector_task_metrics(name),
                                  self.worker.backend.health_problem())
 
     def connector_status_body(self, name: str) -> dict[str, Any]:
