@@ -22,12 +22,20 @@ from rest.context import CONFIG_KEY, current_herder, setting_bool
 from rest.parsing import bool_param, json_body, json_object_body, string_map
 from rest.responses import RestError, empty_response, error_response, json_response
 from rest.routes.root import STARTING_MESSAGE
+from rest.status_listing import EncodedStatusListing
 
 __all__ = ["bp"]
 
 log = logging.getLogger(__name__)
 
 bp = Blueprint("connectors", __name__)
+
+STATUS_LISTING_KEY = "headrace.status_listing"
+
+
+@bp.record_once
+def _keep_encoded_statuses(state: Any) -> None:
+    state.app.extensions[STATUS_LISTING_KEY] = EncodedStatusListing()
 
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Seconds a client is told to wait before retrying a write refused during start-up; a worker on Kafka
@@ -84,6 +92,10 @@ def list_connectors() -> Response:
     # gathered once for all connectors: per connector, a listing of hundreds would pay it hundreds of times
     with_status = "status" in expansions
     statuses = herder.connector_status_bodies() if with_status else {}
+    if expansions == ["status"]:
+        listing: EncodedStatusListing = current_app.extensions[STATUS_LISTING_KEY]
+        return current_app.response_class(listing.encode(herder.connectors(), statuses),
+                                          mimetype=current_app.json.mimetype)  # type: ignore[attr-defined]
     out: dict[str, dict[str, Any]] = {}
     for name in herder.connectors():
         if with_status and name not in statuses:
