@@ -162,7 +162,27 @@ class AbstractHerder(Herder):
         if self.task_restarter is not None:
             restarts = tuple(self.task_restarter.info(ConnectorTaskId(name, i)) for i in range(task_count))
         key = (self.status.version(name), config, task_count, log_problem, restarts, task_signatures)
-        return self.status_views.body(name, key, lambda: self.connector_status(name).to_json())
+        return self.status_views.body(name, key, lambda: self._body_with_lags(name, task_signatures))
+
+    def _body_with_lags(self, name: str, task_signatures: tuple[Any, ...]) -> dict[str, Any]:
+        """The status body, showing each sink task's lag as read for its key.
+
+        Everything else in a key only grows (versions, counters), so a body read after its key is never older
+        than the key. The lag does not: it can be read higher while the body is built (fresh log ends, commit
+        pending) and fall back to the key's value right after (the commit), and such a body would then be
+        served while the lag stood still. So the body shows the lag its key was read with."""
+        body = self.connector_status(name).to_json()
+        lags = {signature[0].task: signature[3] for signature in task_signatures}
+        for task in body["tasks"]:
+            metrics = task.get("metrics")
+            if metrics is None or task["id"] not in lags:
+                continue
+            lag = lags[task["id"]]
+            if lag is None:
+                metrics.pop("lag", None)
+            else:
+                metrics["lag"] = lag
+        return body
 
     def status_bodies(self, connectors: Mapping[str, Mapping[str, str]], task_configs: Mapping[str, Sequence[Any]],
                       task_signatures: Mapping[str, tuple[Any, ...]], log_problem: str | None

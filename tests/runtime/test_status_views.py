@@ -202,3 +202,25 @@ def test_the_counters_are_read_after_the_states_so_a_failed_task_shows_its_faile
     assert shown.state is State.RUNNING  # the states came first: the failure is after both reads
     monkeypatch.setattr(herder.worker, "connector_task_metrics", read_counters)
     assert herder.connector_status("sink").tasks[0].state is State.FAILED
+
+
+def test_a_body_shows_the_lag_its_key_was_read_with(herder, monkeypatch):
+    # The lag can be read higher while a body is built (fresh log ends, commit pending) and fall back to the
+    # key's value just after (the commit); a body showing the higher one would then be served while the lag
+    # stood still (CI saw a sink's status stuck at lag 2 after it had committed).
+    herder.put_connector_config("sink", SINK, allow_replace=False)
+    tid = ConnectorTaskId("sink", 0)
+    herder.status.await_task(tid, State.RUNNING)
+    signatures = herder.worker.connector_task_signatures
+    counters = herder.worker.connector_task_metrics
+
+    def key_read_at_lag_0(name):
+        return tuple((t, ident, sig, 0) for t, ident, sig, _lag in signatures(name))
+
+    def body_read_at_lag_2(name):
+        return {t: {**m, "lag": 2} for t, m in counters(name).items()}
+
+    monkeypatch.setattr(herder.worker, "connector_task_signatures", key_read_at_lag_0)
+    monkeypatch.setattr(herder.worker, "connector_task_metrics", body_read_at_lag_2)
+    assert herder.connector_status_body("sink")["tasks"][0]["metrics"]["lag"] == 0
+    assert herder.connector_status_body("sink")["tasks"][0]["metrics"]["lag"] == 0  # and the kept body too
