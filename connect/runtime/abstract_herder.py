@@ -172,16 +172,13 @@ class AbstractHerder(Herder):
         pending) and fall back to the key's value right after (the commit), and such a body would then be
         served while the lag stood still. So the body shows the lag its key was read with."""
         body = self.connector_status(name).to_json()
-        lags = {signature[0].task: signature[3] for signature in task_signatures}
+        # None: no lag read by the worker for this task (a streaming task reports its own, from its progress,
+        # which is part of its signature already)
+        lags = {signature[0].task: signature[3] for signature in task_signatures if signature[3] is not None}
         for task in body["tasks"]:
             metrics = task.get("metrics")
-            if metrics is None or task["id"] not in lags:
-                continue
-            lag = lags[task["id"]]
-            if lag is None:
-                metrics.pop("lag", None)
-            else:
-                metrics["lag"] = lag
+            if metrics is not None and task["id"] in lags:
+                metrics["lag"] = lags[task["id"]]
         return body
 
     def status_bodies(self, connectors: Mapping[str, Mapping[str, str]], task_configs: Mapping[str, Sequence[Any]],

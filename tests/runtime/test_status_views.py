@@ -224,3 +224,16 @@ def test_a_body_shows_the_lag_its_key_was_read_with(herder, monkeypatch):
     monkeypatch.setattr(herder.worker, "connector_task_metrics", body_read_at_lag_2)
     assert herder.connector_status_body("sink")["tasks"][0]["metrics"]["lag"] == 0
     assert herder.connector_status_body("sink")["tasks"][0]["metrics"]["lag"] == 0  # and the kept body too
+
+
+def test_a_task_without_a_lag_read_by_the_worker_keeps_its_own(herder, monkeypatch):
+    # a streaming (Spark) task reports its lag in its own counters; the worker reads none for it
+    herder.put_connector_config("sink", SINK, allow_replace=False)
+    herder.status.await_task(ConnectorTaskId("sink", 0), State.RUNNING)
+    signatures = herder.worker.connector_task_signatures
+    counters = herder.worker.connector_task_metrics
+    monkeypatch.setattr(herder.worker, "connector_task_signatures",
+                        lambda name: tuple((t, ident, sig, None) for t, ident, sig, _lag in signatures(name)))
+    monkeypatch.setattr(herder.worker, "connector_task_metrics",
+                        lambda name: {t: {**m, "lag": 5} for t, m in counters(name).items()})
+    assert herder.connector_status_body("sink")["tasks"][0]["metrics"]["lag"] == 5
