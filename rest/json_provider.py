@@ -3,6 +3,7 @@ orjson does several times faster than the standard library, leaving the GIL to t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -10,6 +11,11 @@ from flask import Response
 from flask.json.provider import DefaultJSONProvider
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS
+
+
+def encode_json(obj: Any, default: Callable[[Any], Any] | None = None) -> bytes:
+    """The REST layer's JSON encoding: orjson, keys in insertion order, compact UTF-8."""
+    return orjson.dumps(obj, default=default, option=_OPTIONS)
 
 
 class OrjsonProvider(DefaultJSONProvider):
@@ -20,7 +26,7 @@ class OrjsonProvider(DefaultJSONProvider):
 
     def encode(self, obj: Any) -> bytes:
         # values orjson does not know (dates, decimals, UUIDs, dataclasses) go through Flask's own default
-        return orjson.dumps(obj, default=self.default, option=_OPTIONS)
+        return encode_json(obj, self.default)
 
     def loads(self, s: str | bytes, **kwargs: Any) -> Any:
         return orjson.loads(s)

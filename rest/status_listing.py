@@ -11,11 +11,9 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import orjson
+from rest.json_provider import encode_json
 
 __all__ = ["EncodedStatusListing"]
-
-_OPTIONS = orjson.OPT_NON_STR_KEYS
 
 
 class EncodedStatusListing:
@@ -39,8 +37,8 @@ class EncodedStatusListing:
                 continue  # created or deleted while the listing was made
             held = members.get(name)  # one dict read: atomic under the GIL
             if held is None or held[0] is not body:
-                # encoded whole and unwrapped, so the name is escaped exactly as orjson escapes keys
-                held = (body, orjson.dumps({name: {"status": body}}, option=_OPTIONS)[1:-1])
+                # encoded whole and unwrapped, so the name is escaped exactly as the encoder escapes keys
+                held = (body, encode_json({name: {"status": body}})[1:-1])
                 members[name] = held
             parts.append(held[1])
         if len(members) > len(bodies):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import orjson
 
+from rest.json_provider import encode_json
 from rest.status_listing import EncodedStatusListing
 
 
@@ -32,8 +33,8 @@ def test_a_body_is_encoded_again_only_when_it_is_a_new_object(monkeypatch):
     listing = EncodedStatusListing()
     expected = listing.encode(["a", "b"], bodies)
     calls = []
-    real = orjson.dumps
-    monkeypatch.setattr("rest.status_listing.orjson.dumps", lambda *a, **k: calls.append(a) or real(*a, **k))
+    real = encode_json
+    monkeypatch.setattr("rest.status_listing.encode_json", lambda *a, **k: calls.append(a) or real(*a, **k))
     assert listing.encode(["a", "b"], bodies) == expected
     assert calls == []  # nothing new: joined from the kept bytes
     bodies = {**bodies, "b": _body("FAILED", 2)}  # a change is a new body
