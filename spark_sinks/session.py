@@ -40,6 +40,12 @@ DEFAULTS: dict[str, str] = {
     "spark.driver.memory": "1g",
     "spark.sql.streaming.stopTimeout": "60s",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # An HDFS client closing a file asks the name node to complete it, usually before the data node has reported
+    # the last block, and then sleeps 400 ms before asking again: every small file (each checkpoint entry, each
+    # committed file) cost 0.4 s. Asking again after 20 ms, with more tries, keeps the same patience (about 20 s
+    # in all, against Hadoop's 12.4 s) at a fraction of the wait.
+    "spark.hadoop.dfs.client.block.write.locateFollowingBlock.initial.delay.ms": "20",
+    "spark.hadoop.dfs.client.block.write.locateFollowingBlock.retries": "10",
 }
 
 

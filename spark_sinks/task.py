@@ -97,6 +97,9 @@ class SparkSinkTask(StreamingSinkTask):
         self._started = time.time()
         self._progress: dict[str, Any] = {"query": "STARTING"}
         self._lag_cache: tuple[Any, float, int | None] | None = None  # (batch id, when, lag)
+        # offset log entries read so far (an entry never changes once Spark wrote it): batch N's start is batch
+        # N-1's end, so each batch reads one entry, not two
+        self._offset_log: dict[int, str] = {}
         self.checkpoint = str(self.config.get(CHECKPOINT_LOCATION) or "").strip() or self.default_checkpoint()
         self._refuse_embedded_log_on_a_cluster(str(self.props.get("spark.master") or "").strip())
 
@@ -180,6 +183,7 @@ class SparkSinkTask(StreamingSinkTask):
                 topics, regex = topics_of(self.props)
                 starting = json.dumps(initial_offsets(settings, starting, topics, regex), sort_keys=True)
                 self._write_checkpoint_file(INITIAL_OFFSETS_FILE, starting)
+                self._offset_log[-1] = starting
         else:
             self._finish_planned_batch(spark)
             known_start = self._checkpoint_last_offsets(spark) or ""
@@ -293,6 +297,9 @@ class SparkSinkTask(StreamingSinkTask):
     def read_offset_log(self, batch_id: int, spark: Any = None) -> str | None:
         """The source offsets (JSON text) that batch ``batch_id`` ends at, from the query's offset log; for
         batch -1, where the query started (kept by the Kafka source, or by this task for the embedded log)."""
+        known = self._offset_log.get(batch_id)
+        if known is not None:
+            return known
         if batch_id < 0:
             if "embedded.log.dir" in self.context.log_settings():
                 return self._read_checkpoint_file(INITIAL_OFFSETS_FILE, spark)
@@ -301,7 +308,11 @@ class SparkSinkTask(StreamingSinkTask):
             # "v1", the batch metadata, then one line of offsets per source
             text = self._read_checkpoint_file(f"offsets/{batch_id}", spark)
         last = text.splitlines()[-1] if text else ""
-        return last if last.startswith("{") else None
+        if not last.startswith("{"):
+            return None
+        self._offset_log = {b: e for b, e in self._offset_log.items() if b >= batch_id - 1}
+        self._offset_log[batch_id] = last
+        return last
 
     def _checkpoint_path(self, spark: Any, relative: str) -> tuple[Any, Any]:
         jvm = spark._jvm
@@ -312,9 +323,7 @@ class SparkSinkTask(StreamingSinkTask):
         spark = spark or self._spark
         try:
             path, fs = self._checkpoint_path(spark, relative)
-            if not fs.exists(path):
-                return None
-            stream = fs.open(path)
+            stream = fs.open(path)  # a missing file raises: one name-node call fewer than asking first
             try:
                 data = bytes(spark._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
             finally:

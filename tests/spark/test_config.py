@@ -149,3 +149,121 @@ def test_bulk_request_failures_by_exception_type_and_status() -> None:
     tls = request_failure(SSLError("N/A", "certificate verify failed", None), opensearch)
     assert not isinstance(tls, RetriableException) and "TLS" in str(tls)
     assert not isinstance(request_failure(ValueError("bad"), elastic), RetriableException)
+
+
+class _OffsetLogContext:
+    def log_settings(self) -> dict[str, str]:
+        return {"bootstrap.servers": "127.0.0.1:9"}
+
+
+def test_each_batch_reads_one_offset_log_entry() -> None:
+    """Batch N starts where batch N-1 ended: the entry read for one batch is not read again for the next."""
+    task = HdfsSparkSinkTask()
+    task.context = _OffsetLogContext()  # type: ignore[assignment]
+    task._offset_log = {}
+    entries = {"sources/0/0": 'v1\n{"t":{"0":0,"1":5}}', "offsets/0": 'v1\n{"batchWatermarkMs":0}\n{"t":{"0":10,"1":5}}',
+               "offsets/1": 'v1\n{"batchWatermarkMs":0}\n{"t":{"0":12,"1":9}}'}
+    reads: list[str] = []
+
+    def read(relative: str, spark: object = None) -> str | None:
+        reads.append(relative)
+        return entries.get(relative)
+
+    task._read_checkpoint_file = read  # type: ignore[method-assign]
+    assert task._ranges_from_offset_log(0) == {("t", 0): (0, 9)}  # partition 1 had nothing in batch 0
+    assert task._ranges_from_offset_log(1) == {("t", 0): (10, 11), ("t", 1): (5, 8)}
+    assert reads == ["offsets/0", "sources/0/0", "offsets/1"]
+    assert sorted(task._offset_log) == [0, 1]  # older entries are let go
+
+
+class _FakePath:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def getName(self) -> str:  # noqa: N802 - Hadoop's Path API
+        return self.text.rsplit("/", 1)[-1]
+
+    def getParent(self) -> _FakePath:  # noqa: N802
+        return _FakePath(self.text.rsplit("/", 1)[0])
+
+    def toUri(self) -> _FakePath:  # noqa: N802
+        return self
+
+    def getPath(self) -> str:  # noqa: N802 - the path part of the URI
+        from urllib.parse import urlparse
+
+        return urlparse(self.text).path
+
+    def toString(self) -> str:  # noqa: N802
+        return self.text
+
+
+class _FakeFileSystem:
+    """What a batch's commit asks of Hadoop's FileSystem, on a set of file names (thread-safe, as HDFS is)."""
+
+    def __init__(self, files: set[str]) -> None:
+        import threading
+
+        self.files, self.lock, self.renamed, self.folders = set(files), threading.Lock(), [], set()
+
+    def exists(self, path: _FakePath) -> bool:
+        with self.lock:
+            return path.text in self.files or any(f.startswith(path.text + "/") for f in self.files)
+
+    def listFiles(self, root: _FakePath, recursive: bool) -> object:  # noqa: N802
+        found = iter(sorted(f for f in self.files if f.startswith(root.text + "/")))
+
+        class Statuses:
+            def __init__(self) -> None:
+                self.next_one = next(found, None)
+
+            def hasNext(self) -> bool:  # noqa: N802
+                return self.next_one is not None
+
+            def next(self) -> object:
+                current, self.next_one = self.next_one, next(found, None)
+                status = type("Status", (), {})()
+                status.getPath = lambda: _FakePath(current)  # type: ignore[attr-defined]
+                return status
+
+        return Statuses()
+
+    def mkdirs(self, path: _FakePath) -> bool:
+        with self.lock:
+            self.folders.add(path.text)
+        return True
+
+    def rename(self, src: _FakePath, dst: _FakePath) -> bool:
+        with self.lock:
+            if dst.text in self.files or src.text not in self.files:
+                return False
+            self.files.remove(src.text)
+            self.files.add(dst.text)
+            self.renamed.append(dst.text)
+            return True
+
+    def delete(self, path: _FakePath, recursive: bool) -> bool:
+        with self.lock:
+            self.files = {f for f in self.files if f != path.text and not f.startswith(path.text + "/")}
+        return True
+
+
+def test_a_commit_renames_every_folder_and_skips_names_an_earlier_run_committed() -> None:
+    task = HdfsSparkSinkTask()
+    task.url, task.topics_dir, task.pad, task.partitioner = "hdfs://nn:1", "/topics", 3, "time"
+    task.prefix, task.suffix, task.template, task.name = "", ".parquet", None, "c"
+    tmp = "hdfs://nn:1/topics/+tmp/c/4"
+    hours = [f"dt=2024-01-02/hour={h:02d}" for h in range(6)]
+    written = {f"{tmp}/topic=t/partition={p}/{h}/part-{p}.parquet" for p in (0, 1) for h in hours}
+    written.add(f"{tmp}/_SUCCESS")
+    # an earlier run of batch 4 committed this one before it was stopped
+    earlier = "hdfs://nn:1/topics/t/dt=2024-01-02/hour=03/t+1+020+029.parquet"
+    task._fs = fs = _FakeFileSystem(written | {earlier})
+    task._path = _FakePath  # type: ignore[method-assign,assignment]
+    ranges = {("t", 0): (0, 9), ("t", 1): (20, 29)}
+    assert task._commit(tmp, 4, ranges) == 11
+    expected = {f"hdfs://nn:1/topics/t/{h}/t+{p}+{s:03d}+{e:03d}.parquet" for p, (s, e) in ((0, (0, 9)), (1, (20, 29)))
+                for h in hours}
+    assert fs.files == expected  # the temporary folder is gone, every file has its final name once
+    assert sorted(fs.renamed) == sorted(expected - {earlier})
+    assert fs.folders == {f"hdfs://nn:1/topics/t/{h}" for h in hours}
