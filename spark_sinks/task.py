@@ -169,6 +169,7 @@ class SparkSinkTask(StreamingSinkTask):
         starting = str(self.config.get(STARTING_OFFSETS) or "earliest")
         settings = self.context.log_settings()
         known_start = "initial"
+        self._offset_log = {}  # kept for one query's run: a checkpoint removed while paused starts over at batch 0
         if not self._checkpoint_exists(spark):
             recovered = self.recovered_starting_offsets(spark)
             if recovered:
