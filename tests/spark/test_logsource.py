@@ -78,7 +78,7 @@ def test_reads_every_record_once_with_kafka_columns_and_caps_batches(tmp_path, s
 
     class _Probe(SparkSinkTask):
         def __init__(self) -> None:
-            self.checkpoint, self.name = checkpoint, "probe"
+            self.checkpoint, self.name, self._offset_log = checkpoint, "probe", {}
 
     known = _Probe()._checkpoint_last_offsets(spark)
     assert json.loads(known) == {"t": {"0": 2000, "1": 2000}}
