@@ -518,8 +518,8 @@ class HdfsSparkSinkTask(SparkSinkTask):
         by_folder: dict[str, list[tuple[str, str]]] = {}
         for target, source in sorted(moves.items()):
             by_folder.setdefault(target.rsplit("/", 1)[0], []).append((target, source))
-        # Each rename is a name-node round trip; the folders' renames go side by side, as the name node serves
-        # them concurrently, so a batch of many folders commits in a fraction of the time of one after another.
+        # Each rename is a name-node round trip, and the name node serves them concurrently: the folders' renames
+        # go side by side instead of one after another (the order within a folder is kept).
         workers = min(_COMMIT_THREADS, len(by_folder))
         if workers <= 1:
             committed = sum(self._commit_folder(batch_id, group) for group in by_folder.values())
