@@ -81,10 +81,11 @@ class _ExactlyOnceContext(_Context):
 class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
     """``offset_topic``: where this task's offsets go (the connector's ``offsets.storage.topic`` or the
     worker's); ``fence_zombies``: called once the producer is initialised and before the task reads its
-    offsets (distributed mode: the leader fences the tasks of earlier task generations)."""
+    offsets (distributed mode: the leader fences the tasks of earlier task generations), with a callable
+    that tells whether the task is being stopped meanwhile."""
 
     def __init__(self, *args: Any, offset_topic: KafkaOffsetStore,
-                 fence_zombies: Callable[[], None] | None = None, **kwargs: Any) -> None:
+                 fence_zombies: Callable[[Callable[[], bool]], None] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.offset_topic = offset_topic
         self._fence_zombies = fence_zombies
@@ -109,7 +110,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         log.info("%s Transactional producer ready (transaction.boundary=%s); older instances are fenced", self,
                  self.boundary.value)
         if self._fence_zombies is not None:
-            self._fence_zombies()
+            self._fence_zombies(lambda: self.is_stopping)
         # after fencing: no zombie can commit an offset now, so what is read here is where to resume
         if not self.offset_topic.refresh(self.offset_flush_timeout):
             raise ConnectException(f"Could not read offset topic '{self.offset_topic.topic}' to its end")

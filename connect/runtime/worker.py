@@ -139,7 +139,7 @@ class Worker:
         self.offset_topics = OffsetTopics(backend, offset_store, topic, partitions=partitions,
                                           replication_factor=replication)
         # set by a distributed herder: fences the earlier generations of a connector's exactly-once tasks
-        self.zombie_fencer: Callable[[ConnectorTaskId], None] | None = None
+        self.zombie_fencer: Callable[[ConnectorTaskId, Callable[[], bool]], None] | None = None
         # Kafka Connect's connect-worker-metrics startup counters (read by metrics_snapshot)
         self.startup_counts = {f"{kind}_startup_{what}": 0 for kind in ("connector", "task")
                                for what in ("attempts", "success", "failure")}
@@ -356,7 +356,8 @@ class Worker:
             task=task, producer=producer, admin=self.admin, offset_store=offset_topic,
             offset_reader=self.offset_topics.reader_for(task_id.connector, offset_topic),
             committer=self.source_committer, offset_topic=offset_topic,
-            fence_zombies=(lambda: fencer(task_id)) if fencer is not None else None, **common)
+            fence_zombies=(lambda stopping: fencer(task_id, stopping)) if fencer is not None else None,
+            **common)
 
     def _dlq(self, cc: DeadLetterQueueConfig, task_id: ConnectorTaskId,
              metrics: ErrorMetrics) -> DeadLetterQueueReporter | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 
+import httpx
 import pytest
 
 from connect.runtime.config_store import ConfigSnapshot
@@ -13,11 +14,13 @@ from connect.runtime.distributed.cluster_work import ClusterWork
 from connect.runtime.distributed.herder import DistributedHerder
 from connect.runtime.distributed.protocol import CONFIG_MISMATCH, NO_ERROR, Assignment
 from connect.runtime.distributed.session_key import SessionKey
+from connect.runtime.distributed.zombie_fencing import ZombieFencing
 from connect.runtime.herder import (
     BadRequestError,
     ConflictError,
     ConnectorTaskId,
     ForbiddenError,
+    HerderError,
     InternalRequestSignature,
     NotFoundError,
     NotLeaderError,
@@ -416,3 +419,76 @@ def test_a_follower_refuses_fencing_requests_and_names_the_leader(cluster):
     member.protocol_version = 1  # unsigned (the signature check comes first, tested with put_task_configs)
     with pytest.raises(NotLeaderError):
         herder.fence_zombies("src", InternalRequestSignature(b"", None, None))
+
+
+# --- a follower's task asks the leader to fence, while the group may change under it --------------------------
+
+
+class _FollowerCluster:
+    """What ZombieFencing reads of ClusterWork on a worker that does not lead."""
+
+    def __init__(self, leaders: list[str | None]) -> None:
+        self._leaders = leaders  # the leader each successive ask sees; the last one stays
+        self.is_leader = False
+        self.session_key = None
+
+    @property
+    def leader_url(self) -> str | None:
+        return self._leaders.pop(0) if len(self._leaders) > 1 else self._leaders[0]
+
+
+def _fencing(leaders: list[str | None], answer, wait_s: float = 60.0):
+    asked: list[str] = []
+    slept: list[float] = []
+    now = [0.0]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(str(request.url))
+        return answer(request)
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    fencing = ZombieFencing(_FollowerCluster(leaders), lambda: FencingAdmin(), lambda config: "source", "g-",
+                            httpx.Client(transport=httpx.MockTransport(handler)), 3.0, leader_wait_s=wait_s,
+                            sleep=sleep, monotonic=lambda: now[0])
+    return fencing, asked, slept
+
+
+def test_a_task_asks_the_next_leader_when_the_one_it_asked_went_away():
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "old-leader":
+            raise httpx.ConnectError("Connection refused", request=request)
+        return httpx.Response(204)
+
+    fencing, asked, slept = _fencing(["http://old-leader:8083", None, "http://new-leader:8083"], answer)
+    fencing.before_task_starts(ConnectorTaskId("src", 0))
+    assert asked == ["http://old-leader:8083/connectors/src/fence", "http://new-leader:8083/connectors/src/fence"]
+    assert slept == [0.1, 0.2], "asked again after a growing pause, once no leader was known either"
+
+
+def test_a_task_asks_again_while_the_worker_it_asked_is_rebalancing_or_no_longer_leads():
+    answers = [httpx.Response(409, text="rebalance in progress"), httpx.Response(503, text="no session key"),
+               httpx.Response(204)]
+    fencing, asked, _ = _fencing(["http://leader:8083"], lambda request: answers.pop(0))
+    fencing.before_task_starts(ConnectorTaskId("src", 0))
+    assert len(asked) == 3 and answers == []
+
+
+def test_a_refused_fencing_request_is_not_asked_again():
+    fencing, asked, _ = _fencing(["http://leader:8083"], lambda request: httpx.Response(404, text="not found"))
+    with pytest.raises(HerderError, match="answered 404"):
+        fencing.before_task_starts(ConnectorTaskId("src", 0))
+    assert len(asked) == 1
+
+
+def test_a_task_stops_asking_once_the_rebalance_timeout_passed_or_it_is_stopped():
+    fencing, asked, slept = _fencing([None], lambda request: httpx.Response(204), wait_s=10.0)
+    with pytest.raises(HerderError, match="src-0.*no leader"):
+        fencing.before_task_starts(ConnectorTaskId("src", 0))
+    assert asked == [] and 8.0 <= sum(slept) <= 10.0
+    fencing, asked, slept = _fencing([None], lambda request: httpx.Response(204))
+    with pytest.raises(HerderError, match="no leader"):
+        fencing.before_task_starts(ConnectorTaskId("src", 0), stopping=lambda: True)
+    assert slept == [], "a task being stopped does not wait for a leader"

@@ -150,7 +150,7 @@ def _position(wt: ExactlyOnceWorkerSourceTask) -> int | None:
 
 def test_the_producer_is_initialised_and_zombies_fenced_before_the_offsets_are_read():
     calls: list[str] = []
-    _task(ScriptedSourceTask(), fence=lambda: calls.append("fence"), calls=calls)
+    _task(ScriptedSourceTask(), fence=lambda stopping: calls.append("fence"), calls=calls)
     assert calls == ["init", "fence", "read offsets"], "offsets are read only once older instances are fenced"
 
 

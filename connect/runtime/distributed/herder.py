@@ -85,7 +85,8 @@ class DistributedHerder(AbstractHerder):
         self.fencing = ZombieFencing(self.cluster, lambda: worker.admin,
                                      lambda config: self.connector_type_of(config).value,
                                      worker.config.transactional_id_prefix, http or httpx.Client(timeout=_REQUEST_TIMEOUT_S),
-                                     sync_timeout_ms / 1000)
+                                     sync_timeout_ms / 1000,
+                                     leader_wait_s=worker.config.rebalance_timeout_ms / 1000)
         if worker.config.exactly_once_source_enabled:
             worker.zombie_fencer = self.fencing.before_task_starts
         self.make_task_restarter(worker.config, self._restart_own_task)
