@@ -12,7 +12,7 @@ from spark_sinks.config import java_to_spark_pattern
 from spark_sinks.hdfs import HdfsSparkSink, HdfsSparkSinkTask, check_reachable
 from spark_sinks.hdfs_config import parse_path_format
 from spark_sinks.logsource import _cap
-from spark_sinks.search import ElasticsearchSparkSink, engine_of, outcome, request_failure
+from spark_sinks.search import ElasticsearchSparkSink, _action, _send, engine_of, outcome, request_failure
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +118,66 @@ def test_bulk_item_outcomes_by_http_status() -> None:
         "done", "done", "retriable", "retriable", "malformed", "rejected"]
     assert outcome("update", 409) == "rejected"  # an upsert has no external version: a conflict is not a replay
     assert outcome("delete", 404) == "done" and outcome("index", 404) == "rejected"
+
+
+class _BulkAnswers:
+    """A search client's ``bulk`` answering from a script: each call takes the next answer, a function of the
+    request's documents (response items, in order) or an exception to raise. It checks the body is NDJSON."""
+
+    def __init__(self, *answers) -> None:
+        self.answers = list(answers)
+        self.requests: list[list[dict]] = []
+
+    def bulk(self, body=None, operations=None, params=None, filter_path=None):
+        import json
+
+        raw = body if body is not None else operations
+        assert isinstance(raw, bytes) and raw.endswith(b"\n")
+        lines = [json.loads(line) for line in raw.splitlines()]
+        docs = [line for line in lines if set(line) & {"index", "delete", "update"}]
+        self.requests.append(docs)
+        answer = self.answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return {"errors": True, "items": answer(docs)}
+
+
+def _item(doc: dict, status: int, error: dict | None = None) -> dict:
+    ((op, meta),) = doc.items()
+    return {op: {"_id": meta["_id"], "status": status, **({"error": error} if error else {})}}
+
+
+def test_throttled_documents_are_sent_again_alone_until_they_pass() -> None:
+    settings = {"engine": "opensearch", "urls": ["http://os:9200"], "max_retries": 3, "backoff_ms": 0, "key_ignore": True,
+                "upsert": False, "unwrap": False, "null_behavior": "delete"}
+    rows = [("t", 0, i, None, b'{"n":%d}' % i, None, "idx") for i in range(4)]
+    actions = [_action(settings, row) for row in rows]
+    client = _BulkAnswers(
+        lambda docs: [_item(d, 429 if i % 2 else 201) for i, d in enumerate(docs)],  # two throttled
+        lambda docs: [_item(docs[0], 201), _item(docs[1], 400, {"type": "mapper_parsing_exception", "reason": "x"})])
+    stats = {"written": 0, "deleted": 0, "skipped": 0}
+    failed: list = []
+    _send(client, settings, actions, stats, failed)
+    assert [[d["index"]["_id"] for d in r] for r in client.requests] == [
+        ["t+0+0", "t+0+1", "t+0+2", "t+0+3"], ["t+0+1", "t+0+3"]], "only the throttled ones again"
+    assert stats["written"] == 3
+    assert [(kind, row[2]) for kind, row, _ in failed] == [("malformed", 3)]
+
+
+def test_a_document_still_throttled_after_the_retries_fails_the_batch_as_retriable() -> None:
+    from opensearchpy.exceptions import TransportError
+
+    from connect.api import RetriableException
+
+    settings = {"engine": "opensearch", "urls": ["http://os:9200"], "max_retries": 2, "backoff_ms": 0, "key_ignore": True,
+                "upsert": False, "unwrap": False, "null_behavior": "delete"}
+    actions = [_action(settings, ("t", 0, 7, None, b'{"a":\n1}', None, "idx"))]
+    assert actions[0].body == b'{"a": 1}', "a document is one line of the bulk body"
+    throttled = TransportError(429, "es_rejected_execution_exception", {})
+    client = _BulkAnswers(throttled, lambda docs: [_item(docs[0], 429)], lambda docs: [_item(docs[0], 429)])
+    with pytest.raises(RetriableException, match="t-0@7 still failed with HTTP 429.* after 2 retries"):
+        _send(client, settings, actions, {"written": 0, "deleted": 0, "skipped": 0}, [])
+    assert len(client.requests) == 3, "the whole request throttled counts as a retry too"
 
 
 def test_bulk_request_failures_by_exception_type_and_status() -> None:
