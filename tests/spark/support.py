@@ -55,8 +55,10 @@ def produce_json(log_dir: Path | str, topic: str, count: int, partitions: int = 
         backend.close()
 
 
-def produce_records(log_dir: Path | str, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
-    """(key, value) records, in order, into partition 0 of a one-partition topic; a None value is a tombstone."""
+def produce_records(log_dir: Path | str, topic: str, records: list[tuple[bytes | None, bytes | None]],
+                    headers: list[list[tuple[str, bytes]]] | None = None) -> None:
+    """(key, value) records, in order, into partition 0 of a one-partition topic; a None value is a tombstone;
+    ``headers``: each record's headers."""
     from connect.log.api import NewTopic
     from connect.log.embedded.backend import EmbeddedBackend
 
@@ -64,7 +66,7 @@ def produce_records(log_dir: Path | str, topic: str, records: list[tuple[bytes |
     try:
         backend.admin().create_topic(NewTopic(topic, 1, 1), exist_ok=True)
         producer = backend.producer()
-        producer.send_batch(topic, 0, [v for _, v in records], keys=[k for k, _ in records])
+        producer.send_batch(topic, 0, [v for _, v in records], keys=[k for k, _ in records], headers=headers)
         assert producer.flush(10) == 0
         producer.close()
     finally:

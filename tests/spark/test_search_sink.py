@@ -33,7 +33,9 @@ def test_upsert_tombstones_and_malformed_documents(tmp_path, opensearch):
     produce_records(log_dir, accounts, rounds)
     good = [(None, json.dumps({"n": i}).encode()) for i in range(60)]
     bad_value = b'{"n": "not-a-number"}'
-    produce_records(log_dir, metrics, good[:30] + [(b"bad", bad_value)] + good[30:])
+    # the bad record's own header goes with it to the dead-letter topic
+    produce_records(log_dir, metrics, good[:30] + [(b"bad", bad_value)] + good[30:],
+                    headers=[[]] * 30 + [[("trace-id", b"t-30")]] + [[]] * 30)
 
     worker = Worker(tmp_path).start()
     try:
@@ -97,3 +99,4 @@ def test_upsert_tombstones_and_malformed_documents(tmp_path, opensearch):
     assert headers["__connect.errors.offset"] == "30"
     assert headers["__connect.errors.connector.name"] == "es-dlq"
     assert "mapper_parsing_exception" in headers["__connect.errors.exception.message"]
+    assert headers["trace-id"] == "t-30"
