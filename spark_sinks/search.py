@@ -237,8 +237,8 @@ class ElasticsearchSparkSink(SparkSinkConnector):
 
 
 OUT_SCHEMA = (
-    "kind string, topic string, partition int, offset long, key binary, value binary, "
-    "headers array<struct<key: string, value: binary>>, error string, written long, deleted long, skipped long"
+    "kind string, topic string, partition int, offset long, key binary, value binary, error string, "
+    "written long, deleted long, skipped long"
 )
 
 
@@ -306,15 +306,10 @@ class ElasticsearchSparkSinkTask(SparkSinkTask):
     def write_batch(self, df: Any, batch_id: int) -> None:
         if self.avro is not None:
             df = self._avro_documents(df)
-        from pyspark.sql import functions as F
-
-        from spark_sinks.source import HEADERS_TYPE
-
-        # The headers go only to the dead-letter topic, with the few documents the cluster refuses: carried
-        # through mapInArrow for every record, their nested column tripled the JVM's CPU per batch. A refused
-        # document's headers are looked up afterwards (_with_headers).
-        rows = (df.select("topic", "partition", "offset", "key", "value",
-                          F.lit(None).cast(HEADERS_TYPE).alias("headers"), self._index_column().alias("_index"))
+        # The headers go only to the dead-letter topic, with the few documents the cluster refuses: a nested
+        # column handed to mapInArrow for every record (even a null one) tripled the JVM's CPU per batch. A
+        # refused document's headers are read again afterwards (_headers_of).
+        rows = (df.select("topic", "partition", "offset", "key", "value", self._index_column().alias("_index"))
                 .mapInArrow(functools.partial(bulk_partitions, self.settings), OUT_SCHEMA)
                 .collect())
         failed: dict[str, list[Any]] = {"malformed": [], "rejected": []}
@@ -563,7 +558,7 @@ def _source(value: bytes, unwrap: bool) -> bytes:
 
 def _action(settings: Mapping[str, Any], row: tuple) -> _Action | str | None:
     """The bulk action of one record; None to skip it; a string: why it is malformed before sending."""
-    topic, partition, offset, key, value, _headers, index = row
+    topic, partition, offset, key, value, index = row
     if settings["key_ignore"]:
         doc_id = f"{topic}+{partition}+{offset}"
         versioned = False
@@ -627,13 +622,13 @@ def bulk_partitions(settings: Mapping[str, Any], batches: Iterator[Any]) -> Iter
             _send(client, settings, pending, stats, failed)
     finally:
         client.close()
-    out: dict[str, list[Any]] = {k: [] for k in ("kind", "topic", "partition", "offset", "key", "value", "headers",
-                                                 "error", "written", "deleted", "skipped")}
+    out: dict[str, list[Any]] = {k: [] for k in ("kind", "topic", "partition", "offset", "key", "value", "error",
+                                                 "written", "deleted", "skipped")}
 
     def add(kind: str, row: tuple | None, error: str | None, counts: Mapping[str, int] | None) -> None:
-        topic, partition, offset, key, value, headers, _ = row if row is not None else (None,) * 7
+        topic, partition, offset, key, value, _ = row if row is not None else (None,) * 6
         for name, v in (("kind", kind), ("topic", topic), ("partition", partition), ("offset", offset),
-                        ("key", key), ("value", value), ("headers", headers), ("error", error)):
+                        ("key", key), ("value", value), ("error", error)):
             out[name].append(v)
         for name in ("written", "deleted", "skipped"):
             out[name].append((counts or {}).get(name, 0))
@@ -641,10 +636,9 @@ def bulk_partitions(settings: Mapping[str, Any], batches: Iterator[Any]) -> Iter
     for kind, row, error in failed:
         add(kind, row, error, None)
     add("stats", None, None, stats)
-    header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
     schema = pa.schema([
         ("kind", pa.string()), ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
-        ("key", pa.binary()), ("value", pa.binary()), ("headers", pa.list_(header)), ("error", pa.string()),
+        ("key", pa.binary()), ("value", pa.binary()), ("error", pa.string()),
         ("written", pa.int64()), ("deleted", pa.int64()), ("skipped", pa.int64()),
     ])
     yield pa.RecordBatch.from_pydict(out, schema=schema)

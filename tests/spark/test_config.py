@@ -150,7 +150,7 @@ def _item(doc: dict, status: int, error: dict | None = None) -> dict:
 def test_throttled_documents_are_sent_again_alone_until_they_pass() -> None:
     settings = {"engine": "opensearch", "urls": ["http://os:9200"], "max_retries": 3, "backoff_ms": 0, "key_ignore": True,
                 "upsert": False, "unwrap": False, "null_behavior": "delete"}
-    rows = [("t", 0, i, None, b'{"n":%d}' % i, None, "idx") for i in range(4)]
+    rows = [("t", 0, i, None, b'{"n":%d}' % i, "idx") for i in range(4)]
     actions = [_action(settings, row) for row in rows]
     client = _BulkAnswers(
         lambda docs: [_item(d, 429 if i % 2 else 201) for i, d in enumerate(docs)],  # two throttled
@@ -171,7 +171,7 @@ def test_a_document_still_throttled_after_the_retries_fails_the_batch_as_retriab
 
     settings = {"engine": "opensearch", "urls": ["http://os:9200"], "max_retries": 2, "backoff_ms": 0, "key_ignore": True,
                 "upsert": False, "unwrap": False, "null_behavior": "delete"}
-    actions = [_action(settings, ("t", 0, 7, None, b'{"a":\n1}', None, "idx"))]
+    actions = [_action(settings, ("t", 0, 7, None, b'{"a":\n1}', "idx"))]
     assert actions[0].body == b'{"a": 1}', "a document is one line of the bulk body"
     throttled = TransportError(429, "es_rejected_execution_exception", {})
     client = _BulkAnswers(throttled, lambda docs: [_item(docs[0], 429)], lambda docs: [_item(docs[0], 429)])
