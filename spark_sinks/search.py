@@ -467,7 +467,7 @@ def _bulk_items(client: Any, settings: Mapping[str, Any], actions: list[_Action]
             if attempt >= settings["max_retries"] or _http_status(exc) not in retry_status:
                 raise
             attempt += 1
-            time.sleep(min(_MAX_BACKOFF_S, settings["backoff_ms"] / 1000 * 2 ** (attempt - 1)))
+            time.sleep(_backoff_s(settings, attempt))
             continue
         items = response["items"]
         if len(items) != len(todo):
@@ -486,7 +486,15 @@ def _bulk_items(client: Any, settings: Mapping[str, Any], actions: list[_Action]
             return [o for o in outcomes if o is not None]
         todo = again
         attempt += 1
-        time.sleep(min(_MAX_BACKOFF_S, settings["backoff_ms"] / 1000 * 2 ** (attempt - 1)))
+        time.sleep(_backoff_s(settings, attempt))
+
+
+def _backoff_s(settings: Mapping[str, Any], attempt: int) -> float:
+    """The pause before retry ``attempt`` (1, 2, ...): ``retry.backoff.ms`` doubled each time, at most 30 s, with
+    jitter, so partitions throttled together do not all come back together."""
+    import random
+
+    return min(_MAX_BACKOFF_S, settings["backoff_ms"] / 1000 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
 
 def _http_status(exc: BaseException) -> int | None:
