@@ -30,12 +30,13 @@ bytes encoded once per action (``_bulk_items``), and sends the documents the
 cluster throttled (429; for Elasticsearch also 5xx, as its bulk helper
 would) again up to ``max.retries`` times with exponential backoff from
 ``retry.backoff.ms``; the client's transport retries a request that got no
-answer, timed out or met a 5xx, as often. A request or a document that still fails then fails the batch, and
-so the task, without Spark committing the batch (``RetriableException``
-when it was unreachable, throttled or unavailable, else
-``ConnectException``). A bulk request holds each document id at most once,
-so every outcome is matched to its record and the versions of one document
-are applied in offset order.
+answer, timed out or met a 5xx, as often. A request or a document that
+still fails then fails the batch, and so the task, without Spark
+committing the batch (``RetriableException`` when it was unreachable,
+throttled or unavailable, else ``ConnectException``). A bulk request holds
+each document id at most once, so every outcome is matched to its record
+and the versions of one document are applied in offset order; it stays
+under 100 MB.
 
 Index names: ``index.name.format`` (default ``${topic}``) may hold
 ``${topic}`` and ``${timestamp}``, the record date as ``index.timestamp.format``
@@ -553,6 +554,10 @@ class _Action:
     def lines(self) -> tuple[bytes, ...]:
         return (self.header,) if self.body is None else (self.header, self.body, b"\n")
 
+    def size(self) -> int:
+        """Bytes of the bulk body this action takes."""
+        return len(self.header) + (0 if self.body is None else len(self.body) + 1)
+
 
 def _source(value: bytes, unwrap: bool) -> bytes:
     """The document's JSON text: the value as it is (checked to be UTF-8), or the payload of a JSON envelope."""
@@ -607,6 +612,7 @@ def bulk_partitions(settings: Mapping[str, Any], batches: Iterator[Any]) -> Iter
     stats = {"written": 0, "deleted": 0, "skipped": 0}
     failed: list[tuple[str, tuple, str]] = []  # (kind, row, error)
     pending: list[_Action] = []
+    pending_bytes = 0
     ids: set[str] = set()
     try:
         for batch in batches:
@@ -620,11 +626,15 @@ def bulk_partitions(settings: Mapping[str, Any], batches: Iterator[Any]) -> Iter
                     failed.append(("malformed", row, action))
                     continue
                 # A request holds each document id once, so each outcome names its action, and the versions of
-                # one document are applied in order (the helper retries a rejected action after the others).
-                if action.doc_id in ids or len(pending) >= settings["batch_size"]:
+                # one document are applied in order (a throttled action is sent again after the others). A
+                # request stays under the clusters' default limit of 100 MB (http.max_content_length).
+                size = action.size()
+                if pending and (action.doc_id in ids or len(pending) >= settings["batch_size"]
+                                or pending_bytes + size > _MAX_REQUEST_BYTES):
                     _send(client, settings, pending, stats, failed)
-                    pending, ids = [], set()
+                    pending, pending_bytes, ids = [], 0, set()
                 pending.append(action)
+                pending_bytes += size
                 ids.add(action.doc_id)
         if pending:
             _send(client, settings, pending, stats, failed)

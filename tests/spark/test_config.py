@@ -327,3 +327,33 @@ def test_a_commit_renames_every_folder_and_skips_names_an_earlier_run_committed(
     assert fs.files == expected  # the temporary folder is gone, every file has its final name once
     assert sorted(fs.renamed) == sorted(expected - {earlier})
     assert fs.folders == {f"hdfs://nn:1/topics/t/{h}" for h in hours}
+
+
+def test_a_bulk_request_stays_under_the_clusters_size_limit(monkeypatch) -> None:
+    import pyarrow as pa
+
+    import spark_sinks.search as search
+
+    monkeypatch.setattr(search, "_MAX_REQUEST_BYTES", 1000)
+    sent: list[int] = []
+
+    class Client:
+        def bulk(self, body=None, params=None):
+            import json
+
+            sent.append(len(body))
+            docs = [json.loads(line) for line in body.splitlines()[::2]]
+            return {"items": [_item(d, 201) for d in docs]}
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(search, "_client", lambda settings: Client())
+    settings = {"engine": "opensearch", "urls": ["http://os:9200"], "max_retries": 0, "backoff_ms": 0, "key_ignore": True,
+                "upsert": False, "unwrap": False, "null_behavior": "delete", "batch_size": 2000}
+    value = b'{"text":"' + b"x" * 180 + b'"}'
+    batch = pa.RecordBatch.from_pydict({"topic": ["t"] * 20, "partition": [0] * 20, "offset": list(range(20)),
+                                        "key": [None] * 20, "value": [value] * 20, "_index": ["idx"] * 20})
+    (out,) = search.bulk_partitions(settings, iter([batch]))
+    assert out.column("written").to_pylist()[-1] == 20
+    assert len(sent) > 1 and max(sent) <= 1000, sent
