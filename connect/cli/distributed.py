@@ -91,7 +91,8 @@ class DistributedRuntime(WorkerProcess):
             worker, store, url, member_factory=lambda listener, state, refresh: _group_member(
                 config, url, listener, state, refresh),
             group_id=config.group_id, key_ttl_ms=config.inter_worker_key_ttl_ms,
-            sync_timeout_ms=config.worker_sync_timeout_ms, on_fatal=self.fail_fatal)
+            sync_timeout_ms=config.worker_sync_timeout_ms, rebalance_timeout_ms=config.rebalance_timeout_ms,
+            on_fatal=self.fail_fatal)
         store.listener = herder.cluster
         self._start_rest(herder)
         herder.start()

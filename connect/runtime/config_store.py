@@ -272,6 +272,7 @@ class ConfigTopicStore:
                 raise ConfigWriteError(f"Write to config topic '{self.topic}' not acknowledged within 30 s")
             for key, value in records:
                 self.snapshot.apply(key, value)  # type: ignore[arg-type]
+            self.snapshot.offset += len(records)  # this worker owns the topic: its records are the next ones
 
     def _encrypted(self, config: Mapping[str, str], secret_keys: Iterable[str]) -> dict[str, str]:
         return self.codec.encrypted(config, secret_keys)

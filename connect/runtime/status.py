@@ -46,6 +46,7 @@ class StatusStore:
         # can be reused until then; numbers come from one counter, so a re-created connector never repeats one
         self._versions: dict[str, int] = {}
         self._version_counter = itertools.count(1)
+        self._changes = 0  # moves on every change to any connector: a listing of them all is current until then
         # blanks resolved config-provider values from traces and topic names (the worker sets it)
         self.redact: Callable[[str], str] = lambda text: text
 
@@ -86,10 +87,15 @@ class StatusStore:
     def _touch(self, name: str) -> None:
         """Moves ``name``'s version on; the caller holds the lock and has just changed its statuses."""
         self._versions[name] = next(self._version_counter)
+        self._changes += 1
 
     def version(self, name: str) -> int:
         """Changes whenever the status of connector ``name`` or of one of its tasks does (0: none stored)."""
         return self._versions.get(name, 0)  # one dict read: atomic under the GIL, no lock needed
+
+    def changes(self) -> int:
+        """How many times any status changed (or a connector's were removed): a new number for each change."""
+        return self._changes
 
     def connector_names(self) -> list[str]:
         with self._lock:
@@ -128,3 +134,4 @@ class StatusStore:
             self._topics.pop(name, None)
             self._tasks.pop(name, None)
             self._versions.pop(name, None)
+            self._changes += 1

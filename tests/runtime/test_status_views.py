@@ -40,6 +40,39 @@ def test_a_body_is_reused_for_the_same_key_and_rebuilt_for_a_new_one():
     assert views.body("c", (2, "a"), build(4)) == {"n": 4}
 
 
+def test_a_listing_is_reused_for_its_token_within_its_max_age_only():
+    now = [100.0]
+    views = StatusViews(clock=lambda: now[0], listing_max_age_s=1.0)
+    built: list[int] = []
+
+    def build(n: int):
+        return lambda: built.append(n) or {"c": {"n": n}}
+
+    first = views.listing((1, 5), build(1))
+    now[0] += 0.9
+    assert views.listing((1, 5), build(2)) is first, "same token, younger than the max age"
+    assert views.listing((2, 5), build(3)) == {"c": {"n": 3}}, "a state changed: built again at once"
+    now[0] += 1.0
+    assert views.listing((2, 5), build(4)) == {"c": {"n": 4}}, "too old: its counters are built again"
+    views.forget("c")
+    assert views.listing((2, 5), build(5)) == {"c": {"n": 5}}, "a deleted connector leaves no listing behind"
+    assert built == [1, 3, 4, 5]
+
+
+def test_a_listing_shows_a_state_change_and_a_new_connector_at_once(herder):
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    tid = ConnectorTaskId("src", 0)
+    herder.status.await_task(tid, State.RUNNING)
+    assert herder.connector_status_bodies()["src"]["tasks"][0]["state"] == "RUNNING"
+    herder.pause_connector("src")
+    herder.status.await_task(tid, State.PAUSED)
+    assert herder.connector_status_bodies()["src"]["tasks"][0]["state"] == "PAUSED"
+    herder.put_connector_config("other", SOURCE, allow_replace=False)
+    assert "other" in herder.connector_status_bodies()
+    herder.delete_connector("other")
+    assert "other" not in herder.connector_status_bodies()
+
+
 def test_the_status_version_moves_on_every_change_and_never_repeats_after_a_delete(herder):
     status = herder.status
     assert status.version("nobody") == 0
@@ -138,8 +171,10 @@ def test_statuses_read_from_the_status_topic_move_the_version_too():
     store._on_record(b"status-task-remote-0", running.replace(b"RUNNING", b"PAUSED"), 0, 1)
     assert store.version("remote") > first
     second = store.version("remote")
+    changes = store.changes()
     store._on_record(b"status-connector-remote", running, 0, 2)
     assert store.version("remote") > second
+    assert store.changes() > changes, "a listing of every connector is built again too"
 
 
 

@@ -72,7 +72,7 @@ class DistributedHerder(AbstractHerder):
 
     def __init__(self, worker: Worker, config_store: Any, rest_url: str, *,
                  member_factory: Callable[..., Any], group_id: str = "connect-cluster", key_ttl_ms: int = 3_600_000,
-                 sync_timeout_ms: int = 3000, clock: Clock = SYSTEM_CLOCK,
+                 sync_timeout_ms: int = 3000, rebalance_timeout_ms: int = 60_000, clock: Clock = SYSTEM_CLOCK,
                  http: httpx.Client | None = None, on_fatal: Callable[[str], None] | None = None) -> None:
         super().__init__(worker.worker_id, worker.plugins, worker.status, worker.config)
         self.worker = worker
@@ -86,7 +86,7 @@ class DistributedHerder(AbstractHerder):
                                      lambda config: self.connector_type_of(config).value,
                                      worker.config.transactional_id_prefix, http or httpx.Client(timeout=_REQUEST_TIMEOUT_S),
                                      sync_timeout_ms / 1000,
-                                     leader_wait_s=worker.config.rebalance_timeout_ms / 1000)
+                                     leader_wait_s=rebalance_timeout_ms / 1000)
         if worker.config.exactly_once_source_enabled:
             worker.zombie_fencer = self.fencing.before_task_starts
         self.make_task_restarter(worker.config, self._restart_own_task)
@@ -209,8 +209,10 @@ class DistributedHerder(AbstractHerder):
 
     def connector_status_bodies(self) -> dict[str, dict[str, Any]]:
         snapshot = self.store.snapshot()
-        return self.status_bodies(snapshot.connectors, snapshot.task_configs, self.worker.task_signatures(),
-                                  self.worker.backend.health_problem())
+        problem = self.worker.backend.health_problem()
+        token = (self.status.changes(), snapshot.offset, len(snapshot.connectors), problem)
+        return self.status_views.listing(token, lambda: self.status_bodies(
+            snapshot.connectors, snapshot.task_configs, self.worker.task_signatures(), problem))
 
     def task_status(self, task: ConnectorTaskId) -> TaskState:
         for t in self.connector_status(task.connector).tasks:
