@@ -414,16 +414,12 @@ class ElasticsearchSparkSinkTask(SparkSinkTask):
 def _headers_of(df: Any, rows: list[Any]) -> dict[tuple[str, int, int], list[tuple[str, bytes | None]]]:
     """The headers of the records of ``rows`` (by topic, partition and offset), read from the batch ``df``: one
     more pass over the batch, paid only when documents go to the dead-letter topic."""
-    from functools import reduce
-
     from pyspark.sql import functions as F
 
-    wanted: dict[tuple[str, int], list[int]] = {}
-    for r in rows:
-        wanted.setdefault((r["topic"], r["partition"]), []).append(r["offset"])
-    match = reduce(lambda a, b: a | b, [(F.col("topic") == t) & (F.col("partition") == p) & F.col("offset").isin(o)
-                                         for (t, p), o in wanted.items()])
-    found = df.where(match).select("topic", "partition", "offset", "headers").collect()
+    keys = df.sparkSession.createDataFrame([(r["topic"], r["partition"], r["offset"]) for r in rows],
+                                           "topic string, partition int, offset long")
+    found = (df.join(F.broadcast(keys), ["topic", "partition", "offset"])
+             .select("topic", "partition", "offset", "headers").collect())
     return {(h["topic"], h["partition"], h["offset"]): [(x["key"], x["value"]) for x in h["headers"] or ()]
             for h in found}
 
