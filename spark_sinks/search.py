@@ -49,8 +49,10 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import random
 import re
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
@@ -447,10 +449,8 @@ def _bulk_items(client: Any, settings: Mapping[str, Any], actions: list[_Action]
     with exponential backoff, up to ``max.retries`` times; so is a request throttled as a whole. The body is
     built here from bytes encoded once per action: the clients' bulk helpers encode and measure every action
     again on the way, which doubled the executors' Python time per document."""
-    import time
-
     retry_status = {429} if settings["engine"] == "opensearch" else RETRIABLE_STATUS
-    outcomes: list[tuple[str, dict] | None] = [None] * len(actions)
+    outcomes: dict[int, tuple[str, dict]] = {}
     todo = list(range(len(actions)))
     attempt = 0
     while True:
@@ -463,34 +463,39 @@ def _bulk_items(client: Any, settings: Mapping[str, Any], actions: list[_Action]
         except Exception as exc:
             if attempt >= settings["max_retries"] or _http_status(exc) not in retry_status:
                 raise
-            attempt += 1
-            time.sleep(_backoff_s(settings, attempt))
-            continue
-        items = response["items"]
-        if len(items) != len(todo):
-            raise ConnectException(f"Bulk response has {len(items)} items for {len(todo)} documents sent")
-        again: list[int] = []
-        for i, item in zip(todo, items, strict=True):
-            ((op, info),) = item.items()
-            if str(info.get("_id")) != actions[i].doc_id:
-                raise ConnectException(f"Bulk response names document {info.get('_id')!r} where "
-                                       f"{actions[i].doc_id!r} was sent")
-            if int(info.get("status", 0)) in retry_status and attempt < settings["max_retries"]:
-                again.append(i)
-            else:
-                outcomes[i] = (op, info)
+            again = todo  # throttled as a whole
+        else:
+            again = _throttled(actions, todo, response["items"], retry_status,
+                               attempt < settings["max_retries"], outcomes)
         if not again:
-            return [o for o in outcomes if o is not None]
+            return [outcomes[i] for i in range(len(actions))]
         todo = again
         attempt += 1
         time.sleep(_backoff_s(settings, attempt))
 
 
+def _throttled(actions: list[_Action], sent: list[int], items: list[dict], retry_status: Collection[int],
+               may_retry: bool, outcomes: dict[int, tuple[str, dict]]) -> list[int]:
+    """The indexes of ``sent`` to send again (throttled, while ``may_retry``); the others' outcomes go into
+    ``outcomes``."""
+    if len(items) != len(sent):
+        raise ConnectException(f"Bulk response has {len(items)} items for {len(sent)} documents sent")
+    again: list[int] = []
+    for i, item in zip(sent, items, strict=True):
+        ((op, info),) = item.items()
+        if str(info.get("_id")) != actions[i].doc_id:
+            raise ConnectException(f"Bulk response names document {info.get('_id')!r} where "
+                                   f"{actions[i].doc_id!r} was sent")
+        if may_retry and int(info.get("status", 0)) in retry_status:
+            again.append(i)
+        else:
+            outcomes[i] = (op, info)
+    return again
+
+
 def _backoff_s(settings: Mapping[str, Any], attempt: int) -> float:
     """The pause before retry ``attempt`` (1, 2, ...): ``retry.backoff.ms`` doubled each time, at most 30 s, with
     jitter, so partitions throttled together do not all come back together."""
-    import random
-
     return min(_MAX_BACKOFF_S, settings["backoff_ms"] / 1000 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
 
 

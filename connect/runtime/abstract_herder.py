@@ -8,6 +8,7 @@ from typing import Any
 
 from connect.api.config import ConfigType, Password
 from connect.api.errors import ConfigException
+from connect.runtime.config_store import ConfigSnapshot
 from connect.runtime.connector_config import config_class_for
 from connect.runtime.connector_validation import ConnectorConfigValidator, key_definition
 from connect.runtime.herder import (
@@ -189,6 +190,15 @@ class AbstractHerder(Herder):
         return {name: self.status_body(name, config, len(task_configs.get(name, ())), task_signatures.get(name, ()),
                                        log_problem)
                 for name, config in connectors.items()}
+
+    def status_listing(self, snapshot: ConfigSnapshot, task_signatures: Callable[[], Mapping[str, tuple[Any, ...]]],
+                       log_problem: str | None) -> dict[str, dict[str, Any]]:
+        """``status_bodies`` of every connector of ``snapshot``, reused while no status, connector config or
+        connector changed and the log's health is the same, for at most a listing's max age (the counters and
+        lags it shows); ``task_signatures`` is the worker's, called only when the listing is built again."""
+        token = (self.status.changes(), snapshot.offset, len(snapshot.connectors), log_problem)
+        return self.status_views.listing(token, lambda: self.status_bodies(
+            snapshot.connectors, snapshot.task_configs, task_signatures(), log_problem))
 
     def build_status(self, name: str, config: Mapping[str, str], task_count: int,
                      metrics: Callable[[], Mapping[ConnectorTaskId, Mapping[str, int | float]]] | None = None,

@@ -262,11 +262,7 @@ class StandaloneHerder(AbstractHerder):
                                 self.worker.backend.health_problem())
 
     def connector_status_bodies(self) -> dict[str, dict[str, Any]]:
-        snapshot = self.store.snapshot
-        problem = self.worker.backend.health_problem()
-        token = (self.status.changes(), snapshot.offset, len(snapshot.connectors), problem)
-        return self.status_views.listing(token, lambda: self.status_bodies(
-            snapshot.connectors, snapshot.task_configs, self.worker.task_signatures(), problem))
+        return self.status_listing(self.store.snapshot, self.worker.task_signatures, self.worker.backend.health_problem())
 
     def metrics_snapshot(self) -> WorkerMetrics:
         return self.worker.metrics_snapshot(self.task_restarter.info if self.task_restarter is not None else None)

@@ -208,11 +208,7 @@ class DistributedHerder(AbstractHerder):
                                 self.worker.backend.health_problem())
 
     def connector_status_bodies(self) -> dict[str, dict[str, Any]]:
-        snapshot = self.store.snapshot()
-        problem = self.worker.backend.health_problem()
-        token = (self.status.changes(), snapshot.offset, len(snapshot.connectors), problem)
-        return self.status_views.listing(token, lambda: self.status_bodies(
-            snapshot.connectors, snapshot.task_configs, self.worker.task_signatures(), problem))
+        return self.status_listing(self.store.snapshot(), self.worker.task_signatures, self.worker.backend.health_problem())
 
     def task_status(self, task: ConnectorTaskId) -> TaskState:
         for t in self.connector_status(task.connector).tasks:
