@@ -15,11 +15,15 @@ over 4 partitions and 5 hours of record time. Then, in one Spark session
   (``foreachPartition``), the usual way to write a DataFrame to OpenSearch
   without the connector.
 
+Each target also gets two plain writes that read the log: ``spark.read.format("headrace-log")`` (the
+Python data source a Spark job over the log would use), and the offset ranges the sink's own batches read
+(``source.read_log_range``), from the log's start to its end.
+
 Each side runs --rounds times (default 3), taking turns going first; the
 figures are medians, and each ratio is the median of the per-round ratios.
 A sink's time runs from the start of its query to the moment all N records
 are reported landed; the Spark session and the services are up, and both
-sides have run once on 20,000 records of another topic, before any timing
+sides have run once over the same records, before any timing
 starts. Services are started on loopback unless ``--hdfs-url``/
 ``--webhdfs-url`` and ``--opensearch-url`` name running ones.
 
@@ -171,6 +175,21 @@ def from_log(spark: Any, log_dir: Path, topic: str) -> Any:
             .select("topic", "partition", "offset", "timestamp_ms", F.col("value").cast("string").alias("value")))
 
 
+def from_log_ranges(spark: Any, log_dir: Path, topic: str) -> Any:
+    """The same records read the way the sink reads each micro-batch on the embedded log (offset ranges planned
+    in this process, read by Spark's Python workers: ``source.read_log_range``), from the start to the end."""
+    from pyspark.sql import functions as F
+
+    from spark_sinks.logsource import end_offsets
+    from spark_sinks.source import read_log_range
+
+    settings = {"embedded.log.dir": str(log_dir)}
+    end = end_offsets(settings, [topic])
+    start = {t: {p: 0 for p in parts} for t, parts in end.items()}
+    return (read_log_range(spark, settings, start, end, headers=False)
+            .select("topic", "partition", "offset", "timestamp_ms", F.col("value").cast("string").alias("value")))
+
+
 def _bulk_partition(url: str, batch_size: int, index: str, rows: Any) -> None:
     from opensearchpy import OpenSearch
 
@@ -196,28 +215,36 @@ def baseline_opensearch(df: Any, url: str, batch_size: int, index: str) -> float
     return time.perf_counter() - started
 
 
-def warm_up(spark: Any, work: Path, run: str, hdfs_url: str | None, os_url: str | None, skip: list[str]) -> None:
-    """Both sides run warm: Spark's Python workers, the JVM's JIT and the targets see some traffic first."""
+def warm_up(spark: Any, work: Path, run: str, topic: str, n: int, df: Any, hdfs_url: str | None,
+            os_url: str | None, skip: list[str], batch_size: int) -> None:
+    """Both sides run once over the same records as the rounds before any timing: Spark's Python workers, the
+    JVM's JIT and the targets see the same work first (a warm-up on fewer records left the first measured round
+    the low one, for whichever side went first)."""
+    import httpx
+
     from spark_sinks.hdfs import HdfsSparkSinkTask
     from spark_sinks.search import ElasticsearchSparkSinkTask
 
-    topic = f"warmup-{run[7:]}"
-    records = produce(work / "data", topic, 20_000)
-    small = dataframe(spark, records, topic)
     common = {"topics": topic, "spark.master": "local[2]", "trigger.interval.ms": "500"}
     if "hdfs" not in skip:
         run_sink(HdfsSparkSinkTask, {**common, "name": "warm-hdfs", "hdfs.url": hdfs_url, "format": "parquet",
                                      "topics.dir": f"{run}/warmup/topics", "logs.dir": f"{run}/warmup/logs",
-                                     "path.format": "dt=YYYY-MM-dd/hour=HH"}, work / "data", work / "w1", 20_000)
-        baseline_hdfs(small, f"{hdfs_url}{run}/warmup/baseline")
+                                     "path.format": "dt=YYYY-MM-dd/hour=HH", "value.schema": VALUE_SCHEMA},
+                 work / "data", work / "w1", n)
+        baseline_hdfs(df, f"{hdfs_url}{run}/warmup/baseline")
         baseline_hdfs(from_log(spark, work / "data", topic), f"{hdfs_url}{run}/warmup/from-log")
+        baseline_hdfs(from_log_ranges(spark, work / "data", topic), f"{hdfs_url}{run}/warmup/from-log-ranges")
     if "opensearch" not in skip:
+        index = f"{topic}-warmup"
         run_sink(ElasticsearchSparkSinkTask, {**common, "name": "warm-os", "connection.url": os_url,
-                                              "key.ignore": "true"}, work / "data", work / "w2", 20_000,
+                                              "key.ignore": "true", "batch.size": str(batch_size),
+                                              "index.name.format": index}, work / "data", work / "w2", n,
                  "documents_written")
-        baseline_opensearch(small, os_url, 2000, f"{topic}-baseline")
-        baseline_opensearch(from_log(spark, work / "data", topic), os_url, 2000, f"{topic}-from-log")
-    small.unpersist()
+        baseline_opensearch(df, os_url, batch_size, f"{index}-baseline")
+        baseline_opensearch(from_log(spark, work / "data", topic), os_url, batch_size, f"{index}-from-log")
+        baseline_opensearch(from_log_ranges(spark, work / "data", topic), os_url, batch_size,
+                            f"{index}-from-log-ranges")
+        httpx.delete(f"{os_url}/{index},{index}-baseline,{index}-from-log,{index}-from-log-ranges", timeout=60)
 
 
 def main() -> int:
@@ -268,7 +295,9 @@ def main() -> int:
         df = dataframe(spark, records, topic)
         del records
         common = {"topics": topic, "spark.master": "local[2]", "trigger.interval.ms": "500"}
-        warm_up(spark, work, run, hdfs_url, os_url, args.skip)
+        warm_up(spark, work, run, topic, n, df, hdfs_url, os_url, args.skip, args.batch_size)
+        if webhdfs is not None:
+            webhdfs.delete(f"{run}/warmup", recursive=True)
         rounds: dict[str, list[tuple[float, float]]] = {}
         batches: list[float] = []  # Spark's time for the HDFS sink's micro-batches, per round
         for r in range(args.rounds):
@@ -294,23 +323,28 @@ def main() -> int:
                 def baselines(r: int = r) -> tuple[float, float]:
                     cached = baseline_hdfs(df, f"{hdfs_url}{run}/r{r}/baseline")
                     logged = baseline_hdfs(from_log(spark, work / "data", topic), f"{hdfs_url}{run}/r{r}/from-log")
-                    return cached, logged
+                    ranged = baseline_hdfs(from_log_ranges(spark, work / "data", topic),
+                                           f"{hdfs_url}{run}/r{r}/from-log-ranges")
+                    return cached, logged, ranged
 
                 if sink_first:
                     given, inferred = sinks()
-                    base, base_log = baselines()
+                    base, base_log, base_ranges = baselines()
                 else:
-                    base, base_log = baselines()
+                    base, base_log, base_ranges = baselines()
                     given, inferred = sinks()
                 rounds.setdefault("HDFS Parquet", []).append((given, base))
                 rounds.setdefault("HDFS Parquet, plain write from the log", []).append((given, base_log))
+                rounds.setdefault("HDFS Parquet, plain write from the log read as the sink reads it",
+                                  []).append((given, base_ranges))
                 rounds.setdefault("HDFS Parquet, the query's batches only, plain write from the log",
                                   []).append((batches[-1], base_log))
                 if inferred:
                     rounds.setdefault("HDFS Parquet, schema inferred", []).append((inferred, base))
                 print(f"round {r + 1}: HDFS  sink {n / given:>9,.0f} rec/s  sink (schema inferred) "
                       f"{n / inferred if inferred else 0:>9,.0f} rec/s  baseline {n / base:>9,.0f} rec/s  "
-                      f"plain write from the log {n / base_log:>9,.0f} rec/s  (sink's batches only "
+                      f"plain write from the log {n / base_log:>9,.0f} rec/s  (read as the sink reads it "
+                      f"{n / base_ranges:>9,.0f} rec/s)  (sink's batches only "
                       f"{n / batches[-1]:>9,.0f} rec/s)", flush=True)
                 if webhdfs is not None:
                     webhdfs.delete(f"{run}/r{r}", recursive=True)
@@ -318,36 +352,46 @@ def main() -> int:
                 index = f"{topic}-r{r}"
                 props = {**common, "name": f"bench-os-{r}", "connection.url": os_url, "key.ignore": "true",
                          "batch.size": str(args.batch_size), "index.name.format": index}
-                def os_baselines(index: str = index) -> tuple[float, float]:
+                def os_baselines(index: str = index) -> tuple[float, float, float]:
                     cached = baseline_opensearch(df, os_url, args.batch_size, f"{index}-baseline")
                     logged = baseline_opensearch(from_log(spark, work / "data", topic), os_url, args.batch_size,
                                                  f"{index}-from-log")
-                    return cached, logged
+                    ranged = baseline_opensearch(from_log_ranges(spark, work / "data", topic), os_url,
+                                                 args.batch_size, f"{index}-from-log-ranges")
+                    return cached, logged, ranged
 
                 if sink_first:
                     sink = run_sink(ElasticsearchSparkSinkTask, props, work / "data", work / f"s-o{r}", n,
                                     "documents_written")
-                    base, base_log = os_baselines()
+                    base, base_log, base_ranges = os_baselines()
                 else:
-                    base, base_log = os_baselines()
+                    base, base_log, base_ranges = os_baselines()
                     sink = run_sink(ElasticsearchSparkSinkTask, props, work / "data", work / f"s-o{r}", n,
                                     "documents_written")
                 rounds.setdefault("OpenSearch", []).append((sink, base))
                 rounds.setdefault("OpenSearch, plain write from the log", []).append((sink, base_log))
+                rounds.setdefault("OpenSearch, plain write from the log read as the sink reads it",
+                                  []).append((sink, base_ranges))
                 print(f"round {r + 1}: OpenSearch  sink {n / sink:>9,.0f} rec/s  baseline {n / base:>9,.0f} rec/s  "
-                      f"plain write from the log {n / base_log:>9,.0f} rec/s", flush=True)
+                      f"plain write from the log {n / base_log:>9,.0f} rec/s  (read as the sink reads it "
+                      f"{n / base_ranges:>9,.0f} rec/s)", flush=True)
                 import httpx
 
-                httpx.delete(f"{os_url}/{index},{index}-baseline,{index}-from-log", timeout=60)
+                httpx.delete(f"{os_url}/{index},{index}-baseline,{index}-from-log,{index}-from-log-ranges",
+                             timeout=60)
         print(f"\n{'target (median of ' + str(args.rounds) + ' rounds)':<36}{'records':>10}{'seconds':>9}"
               f"{'records/s':>11}")
         labels = {"HDFS Parquet": ("HdfsSparkSink -> Parquet", "baseline: DataFrame -> Parquet"),
                   "HDFS Parquet, plain write from the log": (None, "baseline: log -> DataFrame -> Parquet"),
+                  "HDFS Parquet, plain write from the log read as the sink reads it":
+                      (None, "baseline: log ranges -> Parquet"),
                   "HDFS Parquet, the query's batches only, plain write from the log":
                       ("HdfsSparkSink, its batches only", None),
                   "HDFS Parquet, schema inferred": ("HdfsSparkSink, schema inferred", None),
                   "OpenSearch": ("ElasticsearchSparkSink -> OS", "baseline: DataFrame -> bulk"),
-                  "OpenSearch, plain write from the log": (None, "baseline: log -> DataFrame -> bulk")}
+                  "OpenSearch, plain write from the log": (None, "baseline: log -> DataFrame -> bulk"),
+                  "OpenSearch, plain write from the log read as the sink reads it":
+                      (None, "baseline: log ranges -> bulk")}
         for name, pairs in rounds.items():
             sink_label, base_label = labels[name]
             sink = statistics.median(p[0] for p in pairs)

@@ -26,9 +26,22 @@ class EncodedStatusListing:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._members: dict[str, tuple[Any, bytes]] = {}
+        # the last listing: (bodies, their count, names, bytes); the herder reuses one bodies mapping until
+        # something changes and builds a new one then, so the same mapping and names give the same bytes
+        self._last: tuple[Mapping[str, Any], int, list[str], bytes] | None = None
 
     def encode(self, names: Iterable[str], bodies: Mapping[str, Any]) -> bytes:
-        """The JSON object of ``names`` (in that order) that have a body, each as ``{"status": body}``."""
+        """The JSON object of ``names`` (in that order) that have a body, each as ``{"status": body}``.
+        ``bodies`` is not changed once handed in (a change is a new mapping)."""
+        names = list(names)
+        last = self._last  # one read: atomic under the GIL
+        if last is not None and last[0] is bodies and last[1] == len(bodies) and last[2] == names:
+            return last[3]
+        out = self._join(names, bodies)
+        self._last = (bodies, len(bodies), names, out)
+        return out
+
+    def _join(self, names: list[str], bodies: Mapping[str, Any]) -> bytes:
         members = self._members
         parts: list[bytes] = []
         for name in names:

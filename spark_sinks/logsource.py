@@ -35,13 +35,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.accumulators import AccumulatorParam
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 
 from connect.api.topic_partition import TopicPartition
 from connect.log import open_log_reader
 from connect.log.api import LogReader, UnknownTopicError
 
-__all__ = ["NAME", "HeadraceLogDataSource", "end_offsets", "initial_offsets"]
+__all__ = ["NAME", "HeadraceLogDataSource", "LogBatchPlanner", "RowsByRange", "end_offsets", "initial_offsets", "read_ranges"]
 
 log = logging.getLogger(__name__)
 
@@ -302,11 +303,113 @@ def _cap(base: Offsets, ends: Offsets, bounds: Mapping[str, Mapping[str, tuple[i
     return out
 
 
-def read_range(r: LogRange) -> Iterator[Any]:
-    """The records of ``r`` as Arrow record batches of the source's schema."""
+class LogBatchPlanner:
+    """Plans micro-batches of the log in the sink task's own process, for batches the task runs itself.
+
+    A streaming query on this Python source is planned by a Python process Spark starts for the query; that
+    start is most of what a query's first batch waits for. Planned here instead, a batch is the same ranges
+    the source would plan (``latestOffset`` and ``partitions``), read by ``read_ranges``.
+    """
+
+    def __init__(self, settings: Mapping[str, str], topics: Sequence[str], pattern: str, max_rows: int) -> None:
+        self.settings = dict(settings)
+        self.topics = list(topics)
+        self.pattern = pattern
+        self.max_rows = max_rows
+        self._reader: LogReader | None = None
+
+    def _log(self) -> LogReader:
+        if self._reader is None:
+            self._reader = open_log_reader(self.settings)
+        return self._reader
+
+    def next_batch(self, position: Offsets) -> tuple[Offsets, Offsets]:
+        """(start, end) of the next batch from ``position``: every matched partition up to its end (its last
+        stable offset when reading committed only), capped at ``max_rows`` records; a partition not in
+        ``position`` (created since) starts at its beginning. ``start == end`` when nothing waits."""
+        reader = self._log()
+        bounds = _stable(reader, _bounds(reader, self.topics, self.pattern), position)
+        start = {t: {p: int(position.get(t, {}).get(p, first)) for p, (first, _) in parts.items()}
+                 for t, parts in bounds.items()}
+        for t, held in position.items():  # partitions no longer listed keep their place
+            for p, o in held.items():
+                start.setdefault(t, {}).setdefault(p, int(o))
+        end = {t: dict(offsets) for t, offsets in start.items()}
+        for t, ranges in bounds.items():
+            for p, (_, last) in ranges.items():
+                end[t][p] = max(start[t][p], last)
+        if self.max_rows > 0:
+            end = _cap(start, end, bounds, self.max_rows)
+        return start, end
+
+    def end_offsets(self) -> Offsets:
+        """The log end of every matched partition (for lag)."""
+        bounds = _bounds(self._log(), self.topics, self.pattern)
+        return {t: {p: end for p, (_, end) in parts.items()} for t, parts in bounds.items()}
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+
+class RowsByRange(AccumulatorParam):
+    """Rows read from each planned range, kept as the largest count seen: a batch the sink reads twice (a schema
+    inferred first, or records checked before the write) counts each row once, as Spark's numInputRows does."""
+
+    def zero(self, value: dict[int, int]) -> dict[int, int]:
+        return {}
+
+    def addInPlace(self, value1: dict[int, int], value2: dict[int, int]) -> dict[int, int]:  # noqa: N802
+        for i, n in value2.items():
+            if n > value1.get(i, 0):
+                value1[i] = n
+        return value1
+
+
+def read_ranges(spark: Any, settings: Mapping[str, str], start: Offsets, end: Offsets, headers: bool = True,
+                rows_read: Any = None) -> Any:
+    """The records between two offset maps as a batch DataFrame of the source's schema, one Spark partition per
+    topic-partition (as the source plans them), read by Spark's Python workers without a planner process.
+    ``headers=False`` leaves the headers column null; ``rows_read``, an accumulator of ``RowsByRange``, gets
+    the rows read from each range."""
+    import functools
+
+    from pyspark.sql import functions as F
+
+    ranges = tuple(LogRange(tuple(sorted(settings.items())), topic, int(p), int(start.get(topic, {}).get(p, 0)),
+                            int(stop))
+                   for topic, parts in sorted(end.items()) for p, stop in sorted(parts.items(), key=lambda i: int(i[0]))
+                   if int(stop) > int(start.get(topic, {}).get(p, 0)))
+    read_schema = SCHEMA if headers else SCHEMA.rsplit(", headers", 1)[0]
+    if not ranges:
+        return spark.createDataFrame([], SCHEMA)
+    # spark.range(n, numPartitions=n) puts exactly one id in each partition: one topic-partition per partition
+    df = spark.range(0, len(ranges), 1, len(ranges)).mapInArrow(
+        functools.partial(_read_indexed_ranges, ranges, headers, rows_read), read_schema)
+    if not headers:
+        df = df.withColumn("headers", F.lit(None).cast("array<struct<key: string, value: binary>>"))
+    return df
+
+
+def _read_indexed_ranges(ranges: Sequence[LogRange], headers: bool, rows_read: Any,
+                         ids: Iterator[Any]) -> Iterator[Any]:
+    for batch in ids:
+        for i in batch.column(0).to_pylist():
+            rows = 0
+            for out in read_range(ranges[i], headers):
+                rows += out.num_rows
+                yield out
+            if rows_read is not None:
+                rows_read.add({i: rows})
+
+
+def read_range(r: LogRange, headers: bool = True) -> Iterator[Any]:
+    """The records of ``r`` as Arrow record batches of the source's schema (without its headers column when
+    ``headers`` is False)."""
     import pyarrow as pa
 
-    schema = _arrow_schema()
+    schema = _arrow_schema() if headers else _arrow_schema().remove(7)
     reader = open_log_reader(dict(r.settings))
     try:
         cols: dict[str, list[Any]] = {"key": [], "value": [], "offset": [], "ts": [], "hdr": []}
@@ -327,10 +430,10 @@ def read_range(r: LogRange) -> Iterator[Any]:
                 cols["offset"].extend(b.offsets)
                 cols["ts"].extend(b.timestamps)
                 ts_types.extend([b.timestamp_type] * n)
-                if b.headers is not None:
+                if headers and b.headers is not None:
                     any_headers = True
                     cols["hdr"].extend([[{"key": k, "value": v} for k, v in h] if h else None for h in b.headers])
-                else:
+                elif headers:
                     cols["hdr"].extend([None] * n)
                 if len(cols["offset"]) >= _ROWS_PER_ARROW_BATCH:
                     yield _arrow_batch(pa, schema, r, cols, ts_types, any_headers)
@@ -366,9 +469,7 @@ def _arrow_schema():  # pyarrow.Schema
 def _arrow_batch(pa: Any, schema: Any, r: LogRange, cols: dict[str, list[Any]], ts_types: list[int],
                  any_headers: bool) -> Any:
     n = len(cols["offset"])
-    headers = (pa.array(cols["hdr"], type=schema.field("headers").type) if any_headers
-               else pa.nulls(n, type=schema.field("headers").type))
-    return pa.RecordBatch.from_arrays([
+    columns = [
         pa.array(cols["key"], type=pa.binary()),
         pa.array(cols["value"], type=pa.binary()),
         pa.array([r.topic] * n, type=pa.string()),
@@ -376,5 +477,8 @@ def _arrow_batch(pa: Any, schema: Any, r: LogRange, cols: dict[str, list[Any]], 
         pa.array(cols["offset"], type=pa.int64()),
         pa.array(cols["ts"], type=pa.int64()),
         pa.array(ts_types, type=pa.int32()),
-        headers,
-    ], schema=schema)
+    ]
+    if len(schema) > len(columns):
+        columns.append(pa.array(cols["hdr"], type=schema.field("headers").type) if any_headers
+                       else pa.nulls(n, type=schema.field("headers").type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)

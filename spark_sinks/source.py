@@ -12,7 +12,7 @@ from typing import Any
 
 from spark_sinks.config import topics_of
 
-__all__ = ["read_kafka_range", "read_stream"]
+__all__ = ["read_kafka_range", "read_log_range", "read_stream"]
 
 COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestamp_ms", "headers")
 HEADERS_TYPE = "array<struct<key: string, value: binary>>"
@@ -84,3 +84,16 @@ def read_kafka_range(spark: Any, log_settings: Mapping[str, str], start: str, en
         if key != "bootstrap.servers":
             reader = reader.option(f"kafka.{key}", value)
     return reader.load().withColumn("timestamp_ms", F.unix_millis("timestamp")).select(*COLUMNS)
+
+
+def read_log_range(spark: Any, log_settings: Mapping[str, str], start: Mapping[str, Mapping[str, int]],
+                   end: Mapping[str, Mapping[str, int]], headers: bool = True, rows_read: Any = None) -> Any:
+    """The embedded log's records between two offset maps as a batch DataFrame with the streaming columns
+    (see ``logsource.read_ranges``)."""
+    from pyspark.sql import functions as F
+
+    from spark_sinks.logsource import read_ranges
+
+    df = read_ranges(spark, log_settings, {t: dict(o) for t, o in start.items()},
+                     {t: dict(o) for t, o in end.items()}, headers, rows_read)
+    return df.withColumn("timestamp", F.timestamp_millis("timestamp_ms")).select(*COLUMNS)

@@ -15,7 +15,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from connect.api import AbstractConfig, ConfigDef, ConnectException, StreamingSinkTask
@@ -190,22 +190,42 @@ class SparkSinkTask(StreamingSinkTask):
             known_start = self._checkpoint_last_offsets(spark) or ""
             if "embedded.log.dir" in settings:
                 starting = self._read_checkpoint_file(INITIAL_OFFSETS_FILE) or starting
-        df = read_stream(spark, self.props, self.context.log_settings(), starting,
-                         int(self.config.get(MAX_OFFSETS_PER_TRIGGER) or 0), known_start, self.name,
-                         headers=self.needs_headers())
-        writer = (df.writeStream.queryName(self.query_name)
-                  .option("checkpointLocation", self.checkpoint)
-                  .foreachBatch(self._on_batch))
+        max_per_trigger = int(self.config.get(MAX_OFFSETS_PER_TRIGGER) or 0)
         interval = int(self.config.get(TRIGGER_INTERVAL_MS) or 0)
-        if interval > 0:
-            writer = writer.trigger(processingTime=f"{interval} milliseconds")
-        query = writer.start()
         topics, regex = topics_of(self.props)
+        if "embedded.log.dir" in settings:
+            query = self._start_planned_query(spark, settings, topics, regex, max_per_trigger, interval)
+        else:
+            df = read_stream(spark, self.props, settings, starting, max_per_trigger, known_start, self.name,
+                             headers=self.needs_headers())
+            writer = (df.writeStream.queryName(self.query_name)
+                      .option("checkpointLocation", self.checkpoint)
+                      .foreachBatch(self._on_batch))
+            if interval > 0:
+                writer = writer.trigger(processingTime=f"{interval} milliseconds")
+            query = writer.start()
         log.info("%s: Spark query %s started (id %s) reading %s into %s, checkpoint %s", self.name,
                  self.query_name, query.id, f"pattern {regex}" if regex else ",".join(topics), self.target,
                  self.checkpoint)
         self._set_progress_state("RUNNING")
         return query
+
+    def _start_planned_query(self, spark: Any, settings: Mapping[str, str], topics: list[str], regex: str | None,
+                             max_per_trigger: int, interval_ms: int) -> Any:
+        """The embedded log's batches, planned by this task (see spark_sinks.planned_query)."""
+        from spark_sinks.logsource import LogBatchPlanner, RowsByRange
+        from spark_sinks.planned_query import PlannedLogQuery
+        from spark_sinks.source import read_log_range
+
+        planner = LogBatchPlanner(settings, topics, regex or "", max_per_trigger)
+        headers = self.needs_headers()
+
+        def read(start: Any, end: Any) -> tuple[Any, Callable[[], int]]:
+            rows = spark.sparkContext.accumulator({}, RowsByRange())
+            return (read_log_range(spark, settings, start, end, headers, rows),
+                    lambda: sum(rows.value.values()))
+
+        return PlannedLogQuery(self, spark, planner, read, interval_ms, self.name).start()
 
     def _watch(self, query: Any) -> None:
         from pyspark.errors import StreamingQueryException
@@ -217,6 +237,10 @@ class SparkSinkTask(StreamingSinkTask):
             self._set_progress_state("FAILED")
             raise ConnectException(f"The Spark query of connector {self.name} failed: {_spark_message(exc)}") \
                 from exc
+        except ConnectException:  # a batch planned by this task failed
+            self._query = None
+            self._set_progress_state("FAILED")
+            raise
         self._update_progress(query)
         if finished:
             self._query = None
@@ -244,7 +268,7 @@ class SparkSinkTask(StreamingSinkTask):
         except Exception:  # unknown: let Spark decide from the checkpoint itself
             return True
 
-    def _last_batch_in(self, spark: Any, log_name: str) -> int | None:
+    def last_batch_in(self, spark: Any, log_name: str) -> int | None:
         """The highest batch id in the checkpoint's ``offsets`` or ``commits`` log; None if none or unknown."""
         try:
             jvm = spark._jvm
@@ -261,7 +285,7 @@ class SparkSinkTask(StreamingSinkTask):
 
     def _checkpoint_last_offsets(self, spark: Any) -> str | None:
         """The source offsets (JSON) of the last batch in the checkpoint's offset log, where the query resumes."""
-        last = self._last_batch_in(spark, "offsets")
+        last = self.last_batch_in(spark, "offsets")
         return self.read_offset_log(last, spark) if last is not None else None
 
     def _finish_planned_batch(self, spark: Any) -> None:
@@ -277,10 +301,10 @@ class SparkSinkTask(StreamingSinkTask):
         settings = self.context.log_settings()
         if not settings.get("bootstrap.servers"):
             return
-        planned = self._last_batch_in(spark, "offsets")
+        planned = self.last_batch_in(spark, "offsets")
         if planned is None:
             return
-        committed = self._last_batch_in(spark, "commits")
+        committed = self.last_batch_in(spark, "commits")
         if committed is not None and committed >= planned:
             return
         end, before = self.read_offset_log(planned, spark), self.read_offset_log(planned - 1, spark)
@@ -333,6 +357,28 @@ class SparkSinkTask(StreamingSinkTask):
         except Exception:  # the caller falls back to what it can do without
             log.debug("%s: could not read %s of the checkpoint", self.name, relative, exc_info=True)
             return None
+
+    #: an entry of the commit log, as Spark writes it for a query without watermarks
+    commit_log_entry = _COMMIT_LOG_ENTRY
+
+    def remember_offset_log(self, batch_id: int, entry: str) -> None:
+        """``entry`` was just written as batch ``batch_id``'s offsets: ``read_offset_log`` need not read it."""
+        self._offset_log = {b: e for b, e in self._offset_log.items() if b >= batch_id - 1}
+        self._offset_log[batch_id] = entry
+
+    def write_checkpoint_file_atomically(self, relative: str, text: str) -> None:
+        """Written beside its place and renamed into it, as Spark writes its checkpoint logs: a crash leaves the
+        whole file or none of it. Raises if it cannot be written (the batch must not run without it)."""
+        path, fs = self._checkpoint_path(self._spark, relative)
+        tmp = path.getParent().suffix(f"/.{path.getName()}.tmp")
+        out = fs.create(tmp, True)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+        if not fs.rename(tmp, path):
+            raise ConnectException(f"Connector {self.name}: could not write {relative} in the checkpoint "
+                                   f"{self.checkpoint} (it exists already, or the folder is not writable)")
 
     def _write_checkpoint_file(self, relative: str, text: str) -> None:
         try:

@@ -50,3 +50,14 @@ def test_names_without_a_body_are_left_out_and_deleted_ones_forgotten():
     del bodies["b"]
     assert orjson.loads(listing.encode(["a", "b", "c"], bodies)).keys() == {"a", "c"}
     assert len(listing) == 2
+
+
+def test_the_same_bodies_and_names_give_the_same_bytes_without_a_join():
+    listing = EncodedStatusListing()
+    bodies = {n: _body("RUNNING", 0) for n in ("a", "b")}
+    first = listing.encode(["a", "b"], bodies)
+    assert listing.encode(["a", "b"], bodies) is first
+    assert orjson.loads(listing.encode(["b"], bodies)).keys() == {"b"}  # other names: joined again
+    again = {**bodies}  # a new listing from the herder, equal or not, is joined again
+    assert listing.encode(["a", "b"], again) == first
+    assert listing.encode(["a", "b"], again) is listing.encode(["a", "b"], again)
