@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from connect.runtime.config_store import ConfigTopicStore
@@ -57,6 +60,41 @@ def test_a_listing_is_reused_for_its_token_within_its_max_age_only():
     views.forget("c")
     assert views.listing((2, 5), build(5)) == {"c": {"n": 5}}, "a deleted connector leaves no listing behind"
     assert built == [1, 3, 4, 5]
+
+
+def test_one_listing_is_built_at_a_time_and_an_aged_one_is_served_meanwhile():
+    now = [100.0]
+    views = StatusViews(clock=lambda: now[0], listing_max_age_s=1.0)
+    building = threading.Event()
+    release = threading.Event()
+    built: list[int] = []
+
+    def slow(n: int):
+        def build():
+            built.append(n)
+            building.set()
+            release.wait(5)
+            return {"c": {"n": n}}
+        return build
+
+    first = views.listing((1, 5), lambda: {"c": {"n": 0}})
+    now[0] += 1.5  # aged: the next caller rebuilds it
+    results: dict[str, object] = {}
+    builder = threading.Thread(target=lambda: results.setdefault("builder", views.listing((1, 5), slow(1))))
+    builder.start()
+    assert building.wait(5)
+    # same token while the build runs: the aged listing at once, no second build
+    assert views.listing((1, 5), slow(2)) is first
+    # a new token waits for the build under way, then builds its own (its states may differ)
+    waiter = threading.Thread(target=lambda: results.setdefault("waiter", views.listing((2, 5), slow(3))))
+    waiter.start()
+    time.sleep(0.1)
+    assert "waiter" not in results and built == [1]
+    release.set()
+    builder.join(5)
+    waiter.join(5)
+    assert results["builder"] == {"c": {"n": 1}} and results["waiter"] == {"c": {"n": 3}}
+    assert built == [1, 3]
 
 
 def test_a_listing_shows_a_state_change_and_a_new_connector_at_once(herder):
