@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 # how often an idle query without a trigger interval looks for records (Spark's own polling delay)
 _IDLE_POLL_S = 0.01
 _RECENT_REPORTS = 100
+# how long stop waits for a cancelled batch to end (Spark's spark.sql.streaming.stopTimeout in the sinks' session)
+_STOP_TIMEOUT_S = 60
 
 
 class PlannedBatchError(ConnectException):
@@ -88,7 +90,10 @@ class PlannedLogQuery:
                 self._spark.sparkContext.cancelJobGroup(self._job_group)
             except Exception:  # the session may be stopping too
                 log.debug("%s: cancelling the running batch failed", self.name, exc_info=True)
-            self._thread.join()
+            self._thread.join(_STOP_TIMEOUT_S)
+            if self._thread.is_alive():
+                log.warning("%s: the batch under way did not stop within %d s; leaving it", self.name,
+                            _STOP_TIMEOUT_S)
 
     @property
     def lastProgress(self) -> dict[str, Any] | None:  # noqa: N802
@@ -117,9 +122,12 @@ class PlannedLogQuery:
                     self._stopping.wait(_IDLE_POLL_S)
         except BaseException as exc:
             if not self._stopping.is_set():
-                self._error = exc if isinstance(exc, ConnectException) else PlannedBatchError(
-                    f"The Spark batch of connector {self.name} failed: {_message(exc)}")
-                self._error.__cause__ = exc
+                if isinstance(exc, ConnectException):
+                    self._error = exc
+                else:
+                    self._error = PlannedBatchError(f"The Spark batch of connector {self.name} failed: "
+                                                    f"{_message(exc)}")
+                    self._error.__cause__ = exc
                 log.error("%s: %s", self.name, self._error)
         finally:
             self._planner.close()
