@@ -206,8 +206,11 @@ def measure(n: int, args: argparse.Namespace, source_file: Path) -> dict[str, fl
         def beside_pipeline(urls: list[str], what: str) -> None:
             # what the status load costs the pipeline: its lines/s during the load (fixed-size lines)
             size0, t0 = sink_file.stat().st_size, time.perf_counter()
-            log0 = w.log_size()
+            log0, cpu0 = w.log_size(), w.cpu_seconds()
             lat, _ = _load(urls, args.rate, args.seconds)
+            # how much of the machine the worker took meanwhile: the client's latency includes waiting for a core
+            out[f"worker CPU % of a core during {what} load"] = ((w.cpu_seconds() - cpu0)
+                                                                  / (time.perf_counter() - t0) * 100)
             moved = (sink_file.stat().st_size - size0) / LINE_BYTES
             out[f"{what} status p99 ms, pipeline"] = _pct(lat, 99)
             # the worker's own time for the same requests (its access log: from the app's call until the body
