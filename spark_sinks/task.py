@@ -219,9 +219,12 @@ class SparkSinkTask(StreamingSinkTask):
 
         planner = LogBatchPlanner(settings, topics, regex or "", max_per_trigger)
         headers = self.needs_headers()
+        # one accumulator per query, emptied before each batch: PySpark's driver keeps every accumulator it
+        # made for as long as the session lives, so one per batch would grow without end
+        rows = spark.sparkContext.accumulator({}, RowsByRange())
 
         def read(start: Any, end: Any) -> tuple[Any, Callable[[], int]]:
-            rows = spark.sparkContext.accumulator({}, RowsByRange())
+            rows.value = {}
             return (read_log_range(spark, settings, start, end, headers, rows),
                     lambda: sum(rows.value.values()))
 

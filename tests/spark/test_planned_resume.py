@@ -73,8 +73,11 @@ def test_a_checkpoint_of_the_streaming_query_resumes_in_the_tasks_batches(tmp_pa
 
     props = {"name": "resume-planned", "topics": topic, "spark.master": "local[1]", "trigger.interval.ms": "200",
              "max.offsets.per.trigger": str(PER_BATCH), "checkpoint.location": str(checkpoint)}
-    with InProcessTask(_RecordingSinkTask, props, log_dir, state):
+    with InProcessTask(_RecordingSinkTask, props, log_dir, state) as running:
         wait_until(lambda: len(_records()) >= TOTAL, 120, interval=0.2, what=f"{TOTAL} records")
+        # the task's own batches, each row counted once (the count is reset between batches)
+        wait_until(lambda: running.task.progress().get("records_total") == TOTAL - PER_BATCH, 30, interval=0.1,
+                   what=f"records_total {TOTAL - PER_BATCH}")
     records = _records()
     assert records == sorted(set(records)), "a record was written by two batches"
     assert len(records) == TOTAL
