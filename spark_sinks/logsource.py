@@ -342,11 +342,6 @@ class LogBatchPlanner:
             end = _cap(start, end, bounds, self.max_rows)
         return start, end
 
-    def end_offsets(self) -> Offsets:
-        """The log end of every matched partition (for lag)."""
-        bounds = _bounds(self._log(), self.topics, self.pattern)
-        return {t: {p: end for p, (_, end) in parts.items()} for t, parts in bounds.items()}
-
     def close(self) -> None:
         if self._reader is not None:
             self._reader.close()
@@ -367,8 +362,8 @@ class RowsByRange(AccumulatorParam):
         return value1
 
 
-def read_ranges(spark: Any, settings: Mapping[str, str], start: Offsets, end: Offsets, headers: bool = True,
-                rows_read: Any = None) -> Any:
+def read_ranges(spark: Any, settings: Mapping[str, str], start: Mapping[str, Mapping[str, int]],
+                end: Mapping[str, Mapping[str, int]], headers: bool = True, rows_read: Any = None) -> Any:
     """The records between two offset maps as a batch DataFrame of the source's schema, one Spark partition per
     topic-partition (as the source plans them), read by Spark's Python workers without a planner process.
     ``headers=False`` leaves the headers column null; ``rows_read``, an accumulator of ``RowsByRange``, gets
@@ -377,10 +372,10 @@ def read_ranges(spark: Any, settings: Mapping[str, str], start: Offsets, end: Of
 
     from pyspark.sql import functions as F
 
-    ranges = tuple(LogRange(tuple(sorted(settings.items())), topic, int(p), int(start.get(topic, {}).get(p, 0)),
-                            int(stop))
-                   for topic, parts in sorted(end.items()) for p, stop in sorted(parts.items(), key=lambda i: int(i[0]))
-                   if int(stop) > int(start.get(topic, {}).get(p, 0)))
+    items = tuple(sorted(settings.items()))
+    spans = ((topic, int(p), int(start.get(topic, {}).get(p, 0)), int(stop))
+             for topic, parts in sorted(end.items()) for p, stop in sorted(parts.items(), key=lambda i: int(i[0])))
+    ranges = tuple(LogRange(items, topic, p, first, stop) for topic, p, first, stop in spans if stop > first)
     read_schema = SCHEMA if headers else SCHEMA.rsplit(", headers", 1)[0]
     if not ranges:
         return spark.createDataFrame([], SCHEMA)

@@ -163,13 +163,13 @@ class PlannedLogQuery:
         if not replay:
             # the write-ahead entry: what batch batch_id covers, before any of it is written
             metadata = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": int(time.time() * 1000), "conf": {}})
-            task.write_checkpoint_file_atomically(f"offsets/{batch_id}", f"v1\n{metadata}\n{entry}")
+            task.write_checkpoint_file(f"offsets/{batch_id}", f"v1\n{metadata}\n{entry}")
             task.remember_offset_log(batch_id, entry)
         df, rows_read = self._read(start, end)
         planned = time.monotonic()
         task._on_batch(df, batch_id)
         written = time.monotonic()
-        task.write_checkpoint_file_atomically(f"commits/{batch_id}", task.commit_log_entry)
+        task.write_checkpoint_file(f"commits/{batch_id}", task.commit_log_entry)
         done = time.monotonic()
         self._report(batch_id, rows_read(), start, end, triggered, planned, written, done)
 

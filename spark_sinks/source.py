@@ -94,6 +94,5 @@ def read_log_range(spark: Any, log_settings: Mapping[str, str], start: Mapping[s
 
     from spark_sinks.logsource import read_ranges
 
-    df = read_ranges(spark, log_settings, {t: dict(o) for t, o in start.items()},
-                     {t: dict(o) for t, o in end.items()}, headers, rows_read)
+    df = read_ranges(spark, log_settings, start, end, headers, rows_read)
     return df.withColumn("timestamp", F.timestamp_millis("timestamp_ms")).select(*COLUMNS)

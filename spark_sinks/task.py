@@ -160,63 +160,66 @@ class SparkSinkTask(StreamingSinkTask):
 
     # --- the query ----------------------------------------------------------------------------------------
     def _start_query(self, spark: Any) -> Any:
-        from spark_sinks.source import read_stream
-
         for q in spark.streams.active:  # a query of an earlier instance of this task that did not stop in time
             if q.name == self.query_name:
                 log.warning("%s: stopping a leftover Spark query %s", self.name, q.id)
                 q.stop()
-        starting = str(self.config.get(STARTING_OFFSETS) or "earliest")
         settings = self.context.log_settings()
-        known_start = "initial"
         self._offset_log = {}  # kept for one query's run: a checkpoint removed while paused starts over at batch 0
-        if not self._checkpoint_exists(spark):
-            recovered = self.recovered_starting_offsets(spark)
-            if recovered:
-                log.info("%s: no checkpoint at %s; starting from the offsets %s already holds: %s", self.name,
-                         self.checkpoint, self.target, recovered)
-                starting = recovered
-            if "embedded.log.dir" in settings:
-                # Pin what "earliest"/"latest" means now, and keep it with the checkpoint: a replay of the first
-                # batch starts from the same offsets, and the sink can tell that batch's range without a scan.
-                from spark_sinks.logsource import initial_offsets
-
-                topics, regex = topics_of(self.props)
-                starting = json.dumps(initial_offsets(settings, starting, topics, regex), sort_keys=True)
-                self._write_checkpoint_file(INITIAL_OFFSETS_FILE, starting)
-                self._offset_log[-1] = starting
-        else:
-            self._finish_planned_batch(spark)
-            known_start = self._checkpoint_last_offsets(spark) or ""
-            if "embedded.log.dir" in settings:
-                starting = self._read_checkpoint_file(INITIAL_OFFSETS_FILE) or starting
         max_per_trigger = int(self.config.get(MAX_OFFSETS_PER_TRIGGER) or 0)
         interval = int(self.config.get(TRIGGER_INTERVAL_MS) or 0)
         topics, regex = topics_of(self.props)
         if "embedded.log.dir" in settings:
             query = self._start_planned_query(spark, settings, topics, regex, max_per_trigger, interval)
         else:
-            df = read_stream(spark, self.props, settings, starting, max_per_trigger, known_start, self.name,
-                             headers=self.needs_headers())
-            writer = (df.writeStream.queryName(self.query_name)
-                      .option("checkpointLocation", self.checkpoint)
-                      .foreachBatch(self._on_batch))
-            if interval > 0:
-                writer = writer.trigger(processingTime=f"{interval} milliseconds")
-            query = writer.start()
+            query = self._start_streaming_query(spark, settings, max_per_trigger, interval)
         log.info("%s: Spark query %s started (id %s) reading %s into %s, checkpoint %s", self.name,
                  self.query_name, query.id, f"pattern {regex}" if regex else ",".join(topics), self.target,
                  self.checkpoint)
         self._set_progress_state("RUNNING")
         return query
 
+    def _new_query_start(self, spark: Any) -> str:
+        """``starting.offsets`` of a query without a checkpoint, or the offsets the sink already holds."""
+        recovered = self.recovered_starting_offsets(spark)
+        if recovered:
+            log.info("%s: no checkpoint at %s; starting from the offsets %s already holds: %s", self.name,
+                     self.checkpoint, self.target, recovered)
+            return recovered
+        return str(self.config.get(STARTING_OFFSETS) or "earliest")
+
+    def _start_streaming_query(self, spark: Any, settings: Mapping[str, str], max_per_trigger: int,
+                               interval_ms: int) -> Any:
+        """A Structured Streaming query on Spark's Kafka source (a restarted one resumes from its checkpoint)."""
+        from spark_sinks.source import read_stream
+
+        if self._checkpoint_exists(spark):
+            self._finish_planned_batch(spark)
+            starting = str(self.config.get(STARTING_OFFSETS) or "earliest")  # unused: the checkpoint decides
+        else:
+            starting = self._new_query_start(spark)
+        df = read_stream(spark, self.props, settings, starting, max_per_trigger, headers=self.needs_headers())
+        writer = (df.writeStream.queryName(self.query_name)
+                  .option("checkpointLocation", self.checkpoint)
+                  .foreachBatch(self._on_batch))
+        if interval_ms > 0:
+            writer = writer.trigger(processingTime=f"{interval_ms} milliseconds")
+        return writer.start()
+
     def _start_planned_query(self, spark: Any, settings: Mapping[str, str], topics: list[str], regex: str | None,
                              max_per_trigger: int, interval_ms: int) -> Any:
         """The embedded log's batches, planned by this task (see spark_sinks.planned_query)."""
-        from spark_sinks.logsource import LogBatchPlanner, RowsByRange
+        from spark_sinks.logsource import LogBatchPlanner, RowsByRange, initial_offsets
         from spark_sinks.planned_query import PlannedLogQuery
         from spark_sinks.source import read_log_range
 
+        if not self._checkpoint_exists(spark):
+            # Pin what "earliest"/"latest" means now, and keep it with the checkpoint before batch 0 is planned:
+            # a replay of batch 0 starts from the same offsets, and the sink can tell its range without a scan.
+            starting = json.dumps(initial_offsets(settings, self._new_query_start(spark), topics, regex or ""),
+                                  sort_keys=True)
+            self.write_checkpoint_file(INITIAL_OFFSETS_FILE, starting, replace=True)
+            self._offset_log[-1] = starting
         planner = LogBatchPlanner(settings, topics, regex or "", max_per_trigger)
         headers = self.needs_headers()
         # one accumulator per query, emptied before each batch: PySpark's driver keeps every accumulator it
@@ -235,15 +238,13 @@ class SparkSinkTask(StreamingSinkTask):
 
         try:
             finished = query.awaitTermination(_WATCH_SECONDS)
-        except StreamingQueryException as exc:
+        except (StreamingQueryException, ConnectException) as exc:  # the latter: a batch planned by this task
             self._query = None
             self._set_progress_state("FAILED")
+            if isinstance(exc, ConnectException):
+                raise
             raise ConnectException(f"The Spark query of connector {self.name} failed: {_spark_message(exc)}") \
                 from exc
-        except ConnectException:  # a batch planned by this task failed
-            self._query = None
-            self._set_progress_state("FAILED")
-            raise
         self._update_progress(query)
         if finished:
             self._query = None
@@ -286,11 +287,6 @@ class SparkSinkTask(StreamingSinkTask):
             return None
         return max(batches) if batches else None
 
-    def _checkpoint_last_offsets(self, spark: Any) -> str | None:
-        """The source offsets (JSON) of the last batch in the checkpoint's offset log, where the query resumes."""
-        last = self.last_batch_in(spark, "offsets")
-        return self.read_offset_log(last, spark) if last is not None else None
-
     def _finish_planned_batch(self, spark: Any) -> None:
         """On Kafka, write a batch the query planned (offset log) but did not commit, outside the streaming query,
         and mark it committed.
@@ -320,7 +316,7 @@ class SparkSinkTask(StreamingSinkTask):
         log.info("%s: writing batch %d (planned before the last stop, not committed) before the query starts",
                  self.name, planned)
         self._on_batch(read_kafka_range(spark, settings, before, end), planned)
-        self._write_checkpoint_file(f"commits/{planned}", _COMMIT_LOG_ENTRY)
+        self.write_checkpoint_file(f"commits/{planned}", _COMMIT_LOG_ENTRY)
 
     def read_offset_log(self, batch_id: int, spark: Any = None) -> str | None:
         """The source offsets (JSON text) that batch ``batch_id`` ends at, from the query's offset log; for
@@ -369,9 +365,10 @@ class SparkSinkTask(StreamingSinkTask):
         self._offset_log = {b: e for b, e in self._offset_log.items() if b >= batch_id - 1}
         self._offset_log[batch_id] = entry
 
-    def write_checkpoint_file_atomically(self, relative: str, text: str) -> None:
+    def write_checkpoint_file(self, relative: str, text: str, replace: bool = False) -> None:
         """Written beside its place and renamed into it, as Spark writes its checkpoint logs: a crash leaves the
-        whole file or none of it. Raises if it cannot be written (the batch must not run without it)."""
+        whole file or none of it. Raises if it cannot be written (what follows must not run without it), and if
+        the file exists already unless ``replace``."""
         path, fs = self._checkpoint_path(self._spark, relative)
         tmp = path.getParent().suffix(f"/.{path.getName()}.tmp")
         out = fs.create(tmp, True)
@@ -379,20 +376,11 @@ class SparkSinkTask(StreamingSinkTask):
             out.write(bytearray(text.encode("utf-8")))
         finally:
             out.close()
+        if replace:
+            fs.delete(path, False)  # HDFS's rename does not replace a file
         if not fs.rename(tmp, path):
             raise ConnectException(f"Connector {self.name}: could not write {relative} in the checkpoint "
                                    f"{self.checkpoint} (it exists already, or the folder is not writable)")
-
-    def _write_checkpoint_file(self, relative: str, text: str) -> None:
-        try:
-            path, fs = self._checkpoint_path(self._spark, relative)
-            out = fs.create(path, True)
-            try:
-                out.write(bytearray(text.encode("utf-8")))
-            finally:
-                out.close()
-        except Exception:  # an optimisation only; a replay then finds the range by scanning
-            log.warning("%s: could not keep the starting offsets with the checkpoint", self.name, exc_info=True)
 
     def _on_batch(self, df: Any, batch_id: int) -> None:
         started = time.monotonic()

@@ -14,7 +14,7 @@ import pytest
 from connect.api import ConnectException
 from connect.log.api import NewTopic
 from connect.log.embedded.backend import EmbeddedBackend
-from spark_sinks.logsource import LogBatchPlanner
+from spark_sinks.logsource import LogBatchPlanner, end_offsets
 from spark_sinks.planned_query import PlannedBatchError, PlannedLogQuery
 
 COMMIT = 'v1\n{"nextBatchWatermarkMs":0}'
@@ -59,7 +59,7 @@ class _Task:
         last = text.splitlines()[-1] if text else ""
         return last if last.startswith("{") else None
 
-    def write_checkpoint_file_atomically(self, relative: str, text: str) -> None:
+    def write_checkpoint_file(self, relative: str, text: str, replace: bool = False) -> None:
         assert relative not in self.files, f"{relative} written twice"
         self.files[relative] = text
         self.events.append(("write", relative))
@@ -206,7 +206,7 @@ def test_the_planner_covers_every_partition_to_its_end_and_caps_in_proportion(lo
     try:
         assert planner.next_batch({"a": {"0": 1}}) == ({"a": {"0": 1, "1": 0}}, {"a": {"0": 6, "1": 2}})
         assert planner.next_batch({"a": {"0": 6, "1": 2}}) == ({"a": {"0": 6, "1": 2}}, {"a": {"0": 6, "1": 2}})
-        assert planner.end_offsets() == {"a": {"0": 6, "1": 2}}
+        assert end_offsets({"embedded.log.dir": str(log_dir)}, ["a"]) == {"a": {"0": 6, "1": 2}}
     finally:
         planner.close()
     capped = LogBatchPlanner({"embedded.log.dir": str(log_dir)}, [], "a|b", 4)
