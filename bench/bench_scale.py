@@ -5,7 +5,9 @@ FileStreamSink connectors of one task each (each on its own topic, so all of the
 over REST from 8 client threads. Then, on that worker:
 
 - create latency p50/p99 (from the 8 clients);
-- worker CPU % of one core over ``--idle-seconds`` while every connector is idle (from /proc);
+- worker CPU % of one core over ``--idle-seconds`` while every connector is idle (from /proc; with
+  ``--worker-setting rest.separate.process=true`` the worker's REST front process is counted with it, in CPU
+  and RSS alike);
 - RSS per connector: the worker's RSS with the N connectors minus its RSS before, over N;
 - status latency: ``GET /connectors/{name}/status`` and ``GET /connectors?expand=status`` at
   ``--rate`` requests/s (open loop from a second process, latency counted from the scheduled send)
@@ -41,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.support import free_port, rest_ready, wait_until
 
 CLIENTS = 8
-# an access log line of a GET: its path and its duration in the worker
+# an access log line of a GET: its path and its duration in the process that served it
 ACCESS_LINE = re.compile(r'"GET (\S+) HTTP/1\.[01]" \d{3} \d+ "[^"]*" (\d+)ms')
 LINE_BYTES = 87  # the pipeline's input lines, newline included
 
@@ -116,22 +118,34 @@ class Worker:
         with open(self.work / "worker.log", "rb") as fh:
             fh.seek(since)
             text = fh.read().decode("utf-8", "replace")
-        return [int(m.group(2)) / 1000 for m in ACCESS_LINE.finditer(text) if path_part in m.group(1)]
+        lines = [line for line in text.splitlines() if ACCESS_LINE.search(line)]
+        # with a REST front process, the requests it answered are the ones it logged (tagged rest-front:)
+        front = [line for line in lines if "rest-front: " in line]
+        return [int(m.group(2)) / 1000 for line in (front or lines)
+                if (m := ACCESS_LINE.search(line)) is not None and path_part in m.group(1)]
 
-    def _stat(self) -> list[str]:
+    def pids(self) -> list[int]:
+        """The worker and its children (the REST front process, with rest.separate.process=true)."""
         assert self.proc is not None
-        return Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        pid = self.proc.pid
+        return [pid, *map(int, Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]
 
-    def cpu_seconds(self) -> float:
-        f = self._stat()
+    @staticmethod
+    def _cpu(pid: int) -> float:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
+    def cpu_seconds(self) -> float:
+        """The CPU time of the worker and its REST front process together."""
+        return sum(self._cpu(pid) for pid in self.pids())
+
     def rss_kb(self) -> int:
-        assert self.proc is not None
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        return 0
+        total = 0
+        for pid in self.pids():
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        return total
 
     def threads(self) -> int:
         assert self.proc is not None
@@ -213,10 +227,10 @@ def measure(n: int, args: argparse.Namespace, source_file: Path) -> dict[str, fl
                                                                   / (time.perf_counter() - t0) * 100)
             moved = (sink_file.stat().st_size - size0) / LINE_BYTES
             out[f"{what} status p99 ms, pipeline"] = _pct(lat, 99)
-            # the worker's own time for the same requests (its access log: from the app's call until the body
-            # was written): the rest of the client's latency is before the app runs, or outside the worker
+            # the serving process's own time for the same requests (its access log: from the app's call until the
+            # body was written): the rest of the client's latency is before the app runs, or outside it
             served = w.served_ms(log0, "/connectors?expand=status" if what == "list" else "/status")
-            out[f"{what} status p99 ms in the worker, pipeline"] = _pct(served, 99) if served else float("nan")
+            out[f"{what} status p99 ms in the server, pipeline"] = _pct(served, 99) if served else float("nan")
             out[f"pipeline k lines/s beside {what}"] = moved / (time.perf_counter() - t0) / 1000
 
         beside_pipeline(one, "one")

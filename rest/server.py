@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import queue
 import re
 import socket
@@ -153,8 +154,11 @@ class RestServer:
     """
 
     def __init__(self, app: WsgiApp, worker_config: ConfigSource, threads: int = DEFAULT_THREADS,
-                 request_observer: RequestObserver | None = None) -> None:
+                 request_observer: RequestObserver | None = None, unix_socket: str | None = None) -> None:
+        """``unix_socket``: serve on that socket path only (made readable by this user alone), not on the
+        listeners: the worker's server behind a REST front process."""
         self._app = app
+        self._unix_socket = unix_socket
         self._request_observer = request_observer
         self._config = worker_config
         self._threads = threads
@@ -194,18 +198,28 @@ class RestServer:
         return port
 
     # --- lifecycle -------------------------------------------------------------------------
+    def _server(self, address: Any) -> _CherootServer:
+        server = _CherootServer(address, self._app, numthreads=self._threads, server_name="headrace",
+                                timeout=_SOCKET_TIMEOUT_S, shutdown_timeout=_DRAIN_TIMEOUT_S)
+        server.software = "headrace"
+        server.request_observer = self._request_observer
+        # how often the accept loop looks up from select(): a stop waits up to this long for it; cheroot's
+        # 0.5 s made every worker stop take half a second, 0.1 s costs ten idle wake-ups a second
+        server.expiration_interval = _LOOP_INTERVAL_S
+        server.max_request_header_size = MAX_REQUEST_HEADER_BYTES
+        return server
+
+    def _prepare_unix(self, path: str) -> _CherootServer:
+        server = self._server(path)
+        server.prepare()
+        os.chmod(path, 0o600)
+        return server
+
     def _prepare(self, listener: Listener) -> _CherootServer:
         """A cheroot server bound and listening on ``listener`` (not yet serving)."""
         last: OSError | None = None
         for address in _bind_addresses(listener):
-            server = _CherootServer(address, self._app, numthreads=self._threads, server_name="headrace",
-                                    timeout=_SOCKET_TIMEOUT_S, shutdown_timeout=_DRAIN_TIMEOUT_S)
-            server.software = "headrace"
-            server.request_observer = self._request_observer
-            # how often the accept loop looks up from select(): a stop waits up to this long for it; cheroot's
-            # 0.5 s made every worker stop take half a second, 0.1 s costs ten idle wake-ups a second
-            server.expiration_interval = _LOOP_INTERVAL_S
-            server.max_request_header_size = MAX_REQUEST_HEADER_BYTES
+            server = self._server(address)
             if listener.scheme == "https":
                 server.ssl_adapter = self._ssl_adapter
             try:
@@ -222,19 +236,26 @@ class RestServer:
                 raise RuntimeError("REST server already started")
             self._started = True
             try:
-                for listener in self.listeners:
-                    self._servers.append(self._prepare(listener))
+                if self._unix_socket is not None:
+                    self._servers.append(self._prepare_unix(self._unix_socket))
+                else:
+                    for listener in self.listeners:
+                        self._servers.append(self._prepare(listener))
             except BaseException:
                 for server in self._servers:
                     server.stop()
                 self._servers.clear()
                 raise
-            self._bound = [server.bind_addr[:2] for server in self._servers]
+            if self._unix_socket is None:
+                self._bound = [server.bind_addr[:2] for server in self._servers]
             for index, server in enumerate(self._servers):
                 thread = threading.Thread(target=self._serve, args=(server,), name=f"rest-server-{index}",
                                           daemon=True)
                 self._threads_serving.append(thread)
                 thread.start()
+        if self._unix_socket is not None:
+            log.info("REST server listening on %s, for the REST front process", self._unix_socket)
+            return
         log.info("REST server listening on %s; advertised URL %s", ", ".join(self.urls), self.advertised_url())
         self._warn_if_exposed()
 

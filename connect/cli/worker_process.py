@@ -19,6 +19,7 @@ from connect.log.api import LogError
 if TYPE_CHECKING:
     from connect.runtime.herder import Herder
     from rest import RestServer
+    from rest.front_process import FrontLaunch, RestFrontProcess
 
 __all__ = ["WorkerProcess", "keep_secrets_out_of_text", "load_worker_config", "rest_worker_id"]
 
@@ -57,12 +58,19 @@ class WorkerProcess(abc.ABC):
         from connect.runtime.plugins import PluginRegistry
 
         self.config = load_worker_config(worker_config_path, config_cls)
+        self._front_launch: FrontLaunch | None = None
+        if self.config.rest_separate_process and self.config.get_list("listeners"):
+            from rest.front_process import FrontLaunch
+
+            # its imports run while this worker loads its plugins; should this worker fail to start, the
+            # front exits when the channel closes with this process
+            self._front_launch = FrontLaunch()
         self.plugins = PluginRegistry(self.config.get_list("plugin.path"))
         self._check_worker_plugins(worker_config_path)
         self._stop = threading.Event()
         self._fatal: str | None = None
         self.herder: Any = None
-        self.rest: RestServer | None = None
+        self.rest: RestServer | RestFrontProcess | None = None
         self.backend: Any = None
         self.schema_registry: Any = None
 
@@ -96,7 +104,14 @@ class WorkerProcess(abc.ABC):
         self.schema_registry = self._schema_registry()
         try:
             app = create_app(herder, self.config.originals, schema_registry=self.schema_registry)
-            self.rest = RestServer(app, self.config.originals, request_observer=CONTROL_PRIORITY)
+            if self.config.rest_separate_process:
+                from rest.front_process import RestFrontProcess
+
+                self.rest = RestFrontProcess(herder, app, self.config.originals, on_exit=self.fail_fatal,
+                                             request_observer=CONTROL_PRIORITY, launch=self._front_launch)
+                self._front_launch = None
+            else:
+                self.rest = RestServer(app, self.config.originals, request_observer=CONTROL_PRIORITY)
         except RestConfigError as exc:
             raise ConfigException(message=str(exc)) from exc
         self.rest.start()
@@ -143,6 +158,9 @@ class WorkerProcess(abc.ABC):
         return 0 if self._fatal is None else fail(self._fatal, EXIT_RUNTIME)
 
     def shutdown(self) -> None:
+        if self._front_launch is not None:
+            self._front_launch.close()
+            self._front_launch = None
         if self.rest is not None:
             self.rest.stop()
         if self.schema_registry is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from connect.api.config import ConfigType, Password
@@ -191,13 +191,17 @@ class AbstractHerder(Herder):
                                        log_problem)
                 for name, config in connectors.items()}
 
+    def listing_token(self, snapshot: ConfigSnapshot, log_problem: str | None) -> Hashable:
+        """What a status listing's states are made of (``Herder.status_changes``): the statuses' change count,
+        the configs' offset and count, the log's health."""
+        return (self.status.changes(), snapshot.offset, len(snapshot.connectors), log_problem)
+
     def status_listing(self, snapshot: ConfigSnapshot, task_signatures: Callable[[], Mapping[str, tuple[Any, ...]]],
                        log_problem: str | None) -> dict[str, dict[str, Any]]:
         """``status_bodies`` of every connector of ``snapshot``, reused while no status, connector config or
         connector changed and the log's health is the same, for at most a listing's max age (the counters and
         lags it shows); ``task_signatures`` is the worker's, called only when the listing is built again."""
-        token = (self.status.changes(), snapshot.offset, len(snapshot.connectors), log_problem)
-        return self.status_views.listing(token, lambda: self.status_bodies(
+        return self.status_views.listing(self.listing_token(snapshot, log_problem), lambda: self.status_bodies(
             snapshot.connectors, snapshot.task_configs, task_signatures(), log_problem))
 
     def build_status(self, name: str, config: Mapping[str, str], task_count: int,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import attrs
@@ -293,6 +293,12 @@ class Herder(abc.ABC):
         """``connector_status(name).to_json()``; a herder may return one shared, prepared body, so callers
         serialise it and never change it (status listings read it per connector per request)."""
         return self.connector_status(name).to_json()
+
+    def status_changes(self) -> Hashable:
+        """A value that changes whenever a connector's or task's state, a connector config, the set of
+        connectors or the log's health does (not the counters): a status listing made while it held is
+        current in its states. The default never repeats, so every listing counts as changed."""
+        return object()
 
     def connector_status_bodies(self) -> dict[str, dict[str, Any]]:
         """``connector_status_body`` of every connector, for a status listing; a connector deleted while the

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from typing import Any
 
 from connect.api.errors import ConfigException
@@ -260,6 +260,9 @@ class StandaloneHerder(AbstractHerder):
         count = len(self.store.snapshot.task_configs.get(name, []))
         return self.status_body(name, config, count, self.worker.connector_task_signatures(name),
                                 self.worker.backend.health_problem())
+
+    def status_changes(self) -> Hashable:
+        return self.listing_token(self.store.snapshot, self.worker.backend.health_problem())
 
     def connector_status_bodies(self) -> dict[str, dict[str, Any]]:
         return self.status_listing(self.store.snapshot, self.worker.task_signatures, self.worker.backend.health_problem())

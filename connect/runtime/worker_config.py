@@ -135,6 +135,10 @@ def worker_config_def() -> ConfigDef:
              "While a REST request is being served, task threads step aside between two batches until it is "
              "answered, for at most this many milliseconds, so that status requests stay fast beside tasks moving "
              "records at full speed (see README, Scale). 0 turns it off.")
+    d.define("rest.separate.process", ConfigType.BOOLEAN, True, importance=Importance.LOW,
+             documentation="Serve the REST listeners from a process of their own, which answers status reads from "
+             "the statuses the worker sends it on every change and passes every other request to the worker, so "
+             "status requests stay fast while tasks move records at full speed (see README, Scale).")
     return d
 
 
@@ -163,6 +167,7 @@ class WorkerConfig(AbstractConfig):
     exactly_once_source_support = Setting[str]("exactly.once.source.support")
     python_switch_interval_us = Setting[int]("python.switch.interval.us")
     rest_request_priority_max_ms = Setting[int]("rest.request.priority.max.ms")
+    rest_separate_process = Setting[bool]("rest.separate.process")
 
     def __init__(self, originals: Mapping[str, Any], definition: ConfigDef | None = None) -> None:
         super().__init__(definition or self.DEFINITION, originals)

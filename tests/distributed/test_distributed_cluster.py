@@ -302,11 +302,12 @@ def test_one_eager_worker_makes_the_whole_group_use_the_eager_protocol(tmp_path,
         _stop_all(workers)
 
 
-def test_every_endpoint_works_through_a_follower(tmp_path, kafka, names, unique_topic):
+@pytest.mark.parametrize("separate", ["false", "true"], ids=["rest-in-worker", "rest-front-process"])
+def test_every_endpoint_works_through_a_follower(tmp_path, kafka, names, unique_topic, separate):
     topic = unique_topic("endpoints")
     source_file = tmp_path / "in.txt"
     source_file.write_text("a\nb\nc\n")
-    workers = start_cluster(tmp_path, kafka, names, 2)
+    workers = start_cluster(tmp_path, kafka, names, 2, **{"rest.separate.process": separate})
     try:
         leader = leader_of(workers)
         follower = next(w for w in workers if w is not leader)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import attrs
@@ -206,6 +206,9 @@ class DistributedHerder(AbstractHerder):
         count = len(snapshot.task_configs.get(name, []))
         return self.status_body(name, config, count, self.worker.connector_task_signatures(name),
                                 self.worker.backend.health_problem())
+
+    def status_changes(self) -> Hashable:
+        return self.listing_token(self.store.snapshot(), self.worker.backend.health_problem())
 
     def connector_status_bodies(self) -> dict[str, dict[str, Any]]:
         return self.status_listing(self.store.snapshot(), self.worker.task_signatures, self.worker.backend.health_problem())

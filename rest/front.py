@@ -1,0 +1,156 @@
+"""The REST front process: the worker's listeners, served apart from the tasks' GIL (``rest.separate.process``).
+
+In one Python process, tasks moving records at full speed hold the GIL nearly all the time, and each REST
+request waits behind them several times (accept, hand-off, read, write). Here the listeners live in a
+process of their own. It answers ``GET /connectors?expand=status`` and ``GET /connectors/{name}/status``
+from the statuses the worker sends it (rest.status_mirror), after the same host, size, authentication and
+CORS checks the worker makes, and passes every other request to the worker's REST server on a private Unix
+socket (rest.worker_proxy).
+
+Started by the worker (rest.front_process) as ``python -m rest.front FD``, with FD one end of a socketpair
+(rest.front_channel) on which the worker's settings arrive first. It stops when the channel closes: the
+worker stopped, or died.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import orjson
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+
+from connect.runtime.gc_policy import settle_heap
+from rest.access_log import AccessLogMiddleware, WsgiApp
+from rest.auth import install_basic_auth
+from rest.context import ConfigSource, setting
+from rest.cors import install_cors
+from rest.front_channel import FAILED, READY, SETTINGS, SNAPSHOT, WANT, ChannelClosed, FrontChannel
+from rest.guards import install_guards, max_body_bytes
+from rest.json_provider import OrjsonProvider
+from rest.reason_phrases import StandardReasonPhrases
+from rest.responses import RestConfigError, RestError, error_response
+from rest.server import RestServer
+from rest.status_mirror import StatusMirror
+from rest.worker_proxy import WorkerProxy
+
+__all__ = ["FrontApp", "create_status_app", "main"]
+
+log = logging.getLogger(__name__)
+
+# the two reads the front answers itself; everything else (and these, when it cannot) goes to the worker
+_STATUS_READ = re.compile(r"^/connectors(?:/[^/]+/status)?/?$")
+
+
+def create_status_app(worker_config: ConfigSource, mirror: StatusMirror, worker: WsgiApp) -> Flask:
+    """The status reads over ``mirror``, behind the worker's own guards, authentication and CORS; a read the
+    mirror cannot answer goes to ``worker``."""
+    app = Flask("rest.front")
+    app.url_map.strict_slashes = False
+    app.url_map.merge_slashes = False
+    app.json = OrjsonProvider(app)
+    install_guards(app, worker_config)
+    install_basic_auth(app, worker_config)
+    install_cors(app, str(setting(worker_config, "access.control.allow.origin", "")),
+                 str(setting(worker_config, "access.control.allow.methods", "")))
+
+    def answer(body: bytes | None) -> Any:
+        if body is None:
+            return worker  # Flask runs a returned WSGI app as the response
+        return app.response_class(body, mimetype="application/json")
+
+    @app.get("/connectors")
+    def listing() -> Any:
+        if list(request.args.keys()) == ["expand"] and request.args.getlist("expand") == ["status"]:
+            return answer(mirror.listing())
+        return worker
+
+    @app.get("/connectors/<connector>/status")
+    def status(connector: str) -> Any:
+        return answer(mirror.status(connector))
+
+    @app.errorhandler(RestError)
+    def rest_error(e: RestError) -> Response:
+        return error_response(e.status, e.message)
+
+    @app.errorhandler(HTTPException)
+    def http_error(e: HTTPException) -> Response:
+        return error_response(e.code or 500, e.name)
+
+    return app
+
+
+class FrontApp:
+    """Status reads to ``status_app``, the rest straight to ``worker``."""
+
+    def __init__(self, status_app: WsgiApp, worker: WsgiApp) -> None:
+        self._status_app = AccessLogMiddleware(StandardReasonPhrases(status_app))
+        self._worker = worker
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("REQUEST_METHOD") == "GET" and _STATUS_READ.match(environ.get("PATH_INFO", "")):
+            return self._status_app(environ, start_response)
+        return self._worker(environ, start_response)
+
+
+def _serve(channel: FrontChannel) -> int:
+    kind, payload = channel.receive()
+    if kind != SETTINGS:
+        log.error("The worker sent %r before its settings; stopping", kind)
+        return 1
+    settings = orjson.loads(payload)
+    config: dict[str, Any] = settings["config"]
+    mirror = StatusMirror(want=lambda: channel.send(WANT))
+    try:
+        proxy = WorkerProxy(settings["socket"], on_write=mirror.written, max_body_bytes=max_body_bytes(config))
+        app = FrontApp(create_status_app(config, mirror, proxy), proxy)
+        server = RestServer(app, config, threads=int(settings["threads"]))
+        server.start()
+    except (RestConfigError, OSError) as e:
+        channel.send(FAILED, str(e).encode())
+        return 1
+    settle_heap()  # the front's heap is its modules: out of the collector's walks, as in the worker
+    channel.send(READY, orjson.dumps({"urls": server.urls}))
+    try:
+        while True:
+            kind, payload = channel.receive()
+            if kind == SNAPSHOT:
+                mirror.update(*FrontChannel.snapshot_parts(payload))
+    except ChannelClosed:
+        log.info("The worker closed the REST front's channel; stopping")
+    finally:
+        server.stop()
+        proxy.close()
+        # the worker removes its socket's directory when it stops; after a kill -9 of the worker, this does
+        shutil.rmtree(os.path.dirname(settings["socket"]), ignore_errors=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from connect.logging_setup import configure_logging
+
+    args = sys.argv[1:] if argv is None else argv
+    configure_logging(tag="rest-front")
+    # Ctrl-C reaches the whole process group: the worker stops first and then closes the channel
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    channel = FrontChannel(socket.socket(fileno=int(args[0])))
+    threading.current_thread().name = "rest-front"
+    try:
+        return _serve(channel)
+    except ChannelClosed:
+        return 1
+    finally:
+        channel.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""The worker's statuses as its REST front process holds them, to answer status reads without the worker.
+
+While the front serves status reads it asks the worker for them (``want``, at least once a second), and
+for ``FOLLOW_S`` after each ask the worker sends a snapshot of ``GET /connectors?expand=status`` whenever a
+state, a connector config or the set of connectors changes (rest.status_publisher). A snapshot is used only
+if it is known to be current: taken while the worker was following the states for this front, and after
+the last write this front passed to the worker had been answered, so a client reads its own writes (a
+connector it deleted is gone, one it created is there). Otherwise the worker answers the read itself.
+Counters may be up to a second old, as in the worker's own listings; states are at most one publishing
+interval behind what runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from rest.json_provider import encode_json
+
+__all__ = ["StatusMirror"]
+
+log = logging.getLogger(__name__)
+
+# as the worker's own listings (connect.runtime.status_views.LISTING_MAX_AGE_S): how old counters may be;
+# also how often a front that serves reads asks again
+MAX_COUNTER_AGE_S = 1.0
+# how long the worker follows the states after an ask (rest.status_publisher.FOLLOW_S), less a safety margin
+# for the ask's way there
+FOLLOWED_S = 9.0
+
+
+class _Snapshot:
+    """One listing as the worker sent it; each connector's own status body is cut from it when first asked."""
+
+    def __init__(self, taken_at: float, listing: bytes) -> None:
+        self.taken_at = taken_at
+        self.listing = listing
+        self._lock = threading.Lock()
+        self._parsed: dict[str, Any] | None = None
+        self._bodies: dict[str, bytes] = {}
+
+    def status(self, name: str) -> bytes | None:
+        body = self._bodies.get(name)  # one dict read: atomic under the GIL
+        if body is not None:
+            return body
+        with self._lock:
+            if self._parsed is None:
+                self._parsed = orjson.loads(self.listing)
+            entry = self._parsed.get(name)
+            if entry is None:
+                return None
+            body = self._bodies[name] = encode_json(entry["status"])
+            return body
+
+
+class StatusMirror:
+    """The last snapshot, and whether it may answer a read. ``want`` asks the worker for a fresh snapshot and
+    to follow the changes; it is called from a request thread, at most once a second unless a read finds no
+    usable snapshot, and must not block."""
+
+    def __init__(self, want: Callable[[], None], clock: Callable[[], float] = time.monotonic,
+                 max_counter_age_s: float = MAX_COUNTER_AGE_S, followed_s: float = FOLLOWED_S) -> None:
+        self._want = want
+        self._clock = clock
+        self._max_counter_age_s = max_counter_age_s
+        self._followed_s = followed_s
+        self._lock = threading.Lock()
+        self._snapshot: _Snapshot | None = None
+        # snapshots taken before this may miss a change: a write was answered then, or the worker was not
+        # following the states for this front until asked then
+        self._valid_from = float("-inf")
+        self._asked_at = float("-inf")
+        self._asked_since_update = False
+
+    def update(self, taken_at: float, listing: bytes) -> None:
+        """A snapshot from the worker, taken (on the machine's monotonic clock) at ``taken_at``."""
+        with self._lock:
+            self._snapshot = _Snapshot(taken_at, listing)
+            self._asked_since_update = False
+
+    def written(self) -> None:
+        """A write was passed to the worker and answered: older snapshots may not show it."""
+        with self._lock:
+            self._valid_from = max(self._valid_from, self._clock())
+
+    def _usable(self) -> _Snapshot | None:
+        with self._lock:
+            now = self._clock()
+            if now - self._asked_at >= self._followed_s:
+                self._valid_from = max(self._valid_from, now)  # the worker may have stopped following
+            snapshot = self._snapshot
+            usable = snapshot if snapshot is not None and snapshot.taken_at >= self._valid_from else None
+            # an aged one still has current states; only its counters are old, and fresher ones are asked for
+            stale = usable is None or now - usable.taken_at >= self._max_counter_age_s
+            ask = (stale and not self._asked_since_update) or now - self._asked_at >= self._max_counter_age_s
+            if ask:
+                self._asked_at = now
+                self._asked_since_update = True
+        if ask:
+            log.debug("Asking the worker for a status listing (the last one is %s)",
+                      "missing" if snapshot is None else f"taken at {snapshot.taken_at:.3f}")
+            self._want()
+        return usable
+
+    def listing(self) -> bytes | None:
+        """The body of ``GET /connectors?expand=status``, or None: the worker must answer."""
+        snapshot = self._usable()
+        return None if snapshot is None else snapshot.listing
+
+    def status(self, name: str) -> bytes | None:
+        """The body of ``GET /connectors/{name}/status``, or None: the worker must answer (no usable snapshot,
+        or ``name`` is not in it, so whether it exists is the worker's to say)."""
+        snapshot = self._usable()
+        return None if snapshot is None else snapshot.status(name)

@@ -1,0 +1,231 @@
+"""The REST front process's parts, without processes: its channel, its status mirror, the publisher feeding
+it and the app that chooses between the mirror and the worker (rest.front*, rest.status_*)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from werkzeug.test import Client
+
+from rest.front import FrontApp, create_status_app
+from rest.front_channel import SNAPSHOT, WANT, ChannelClosed, FrontChannel
+from rest.status_mirror import StatusMirror
+from rest.status_publisher import StatusPublisher
+from tests.rest.test_auth import auth_config, basic
+
+
+def _body(name: str, state: str = "RUNNING") -> dict[str, Any]:
+    return {"name": name, "connector": {"state": state, "worker_id": "w:1"},
+            "tasks": [{"id": 0, "state": state, "worker_id": "w:1"}], "type": "sink"}
+
+
+def _listing(*bodies: dict[str, Any]) -> bytes:
+    return orjson.dumps({b["name"]: {"status": b} for b in bodies})
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_channel_frames_round_trip_and_a_closed_end_is_told() -> None:
+    a, b = socket.socketpair()
+    ours, theirs = FrontChannel(a), FrontChannel(b)
+    big = b"x" * 3_000_000  # more than one socket buffer: read in pieces
+    sender = threading.Thread(target=lambda: (ours.send_snapshot(12.5, big), ours.send(WANT)))
+    sender.start()
+    kind, payload = theirs.receive()
+    assert kind == SNAPSHOT and FrontChannel.snapshot_parts(payload) == (12.5, big)
+    assert theirs.receive() == (WANT, b"")
+    sender.join()
+    ours.close()
+    with pytest.raises(ChannelClosed):
+        theirs.receive()
+    theirs.close()
+
+
+def test_the_mirror_answers_from_a_snapshot_and_cuts_each_connectors_status_from_it() -> None:
+    clock, wants = Clock(), []
+    mirror = StatusMirror(want=lambda: wants.append(clock.now), clock=clock)
+    # nothing yet: the worker answers, and is asked for a snapshot once
+    assert mirror.listing() is None and mirror.status("a") is None
+    assert wants == [100.0]
+    listing = _listing(_body("a"), _body("b", "PAUSED"))
+    mirror.update(100.0, listing)
+    assert mirror.listing() == listing
+    assert orjson.loads(mirror.status("b")) == _body("b", "PAUSED")
+    assert mirror.status("b") is mirror.status("b")  # cut once per snapshot
+    assert mirror.status("c") is None  # not in it: whether it exists is the worker's to say
+    assert wants == [100.0]
+
+
+def test_after_a_write_only_a_snapshot_taken_later_is_used() -> None:
+    clock, wants = Clock(), []
+    mirror = StatusMirror(want=lambda: wants.append(clock.now), clock=clock)
+    mirror.update(100.0, _listing(_body("a")))
+    clock.now = 100.2
+    mirror.written()  # e.g. DELETE /connectors/a answered at 100.2
+    assert mirror.status("a") is None and mirror.listing() is None
+    assert wants == [100.2]  # asked once, not per read
+    mirror.update(100.1, _listing(_body("a")))  # taken before the write was answered: not enough
+    assert mirror.listing() is None
+    assert wants == [100.2, 100.2]
+    mirror.update(100.3, _listing())
+    assert mirror.listing() == b"{}" and mirror.status("a") is None
+
+
+def test_aged_counters_are_served_while_fresher_ones_are_asked_for_once() -> None:
+    clock, wants = Clock(), []
+    mirror = StatusMirror(want=lambda: wants.append(clock.now), clock=clock, max_counter_age_s=1.0, followed_s=9.0)
+    listing = _listing(_body("a"))
+    assert mirror.listing() is None and wants == [100.0]
+    mirror.update(100.0, listing)
+    clock.now = 100.5
+    assert mirror.listing() == listing and wants == [100.0]
+    clock.now = 101.5
+    assert mirror.listing() == listing and mirror.listing() == listing
+    assert wants == [100.0, 101.5]
+    mirror.update(101.6, listing)
+    clock.now = 101.7
+    assert mirror.listing() == listing and wants == [100.0, 101.5]
+
+
+def test_a_snapshot_is_not_used_once_the_worker_may_have_stopped_following() -> None:
+    clock, wants = Clock(), []
+    mirror = StatusMirror(want=lambda: wants.append(clock.now), clock=clock, max_counter_age_s=1.0, followed_s=9.0)
+    assert mirror.listing() is None
+    mirror.update(100.0, _listing(_body("a")))
+    clock.now = 109.5  # no read (and so no ask) for longer than the worker follows after one
+    assert mirror.listing() is None and wants == [100.0, 109.5]
+    mirror.update(109.4, _listing(_body("a")))  # taken before the ask: it may miss a change
+    assert mirror.listing() is None
+    mirror.update(109.6, _listing(_body("a", "PAUSED")))
+    assert orjson.loads(mirror.status("a"))["connector"]["state"] == "PAUSED"
+
+
+class TokenHerder:
+    """The two herder calls a publisher makes, with a token and listing the test moves."""
+
+    def __init__(self) -> None:
+        self.token: Hashable = 1
+        self.bodies = {"a": _body("a")}
+        self.gathered = 0
+
+    def status_changes(self) -> Hashable:
+        return self.token
+
+    def connector_status_bodies(self) -> dict[str, Any]:
+        self.gathered += 1
+        return self.bodies
+
+    def connectors(self) -> list[str]:
+        return list(self.bodies)
+
+
+def test_the_publisher_sends_a_listing_when_asked_and_follows_changes_only_for_a_while() -> None:
+    herder, sent = TokenHerder(), []
+    clock = Clock()
+    publisher = StatusPublisher(herder, lambda at, listing: sent.append((at, listing)),  # type: ignore[arg-type]
+                                follow_s=10.0, clock=clock)
+    herder.token = 0
+    assert not publisher.publish_if_changed()  # nobody asked: nothing is gathered, however the states move
+    assert herder.gathered == 0
+    publisher.want()
+    assert publisher.publish_if_changed()
+    assert sent == [(100.0, _listing(_body("a")))]
+    for _ in range(5):
+        assert not publisher.publish_if_changed()
+    assert herder.gathered == 1  # unchanged states cost no listing
+    herder.token, herder.bodies = 2, {"a": _body("a", "FAILED")}
+    clock.now = 105.0
+    assert publisher.publish_if_changed()
+    assert sent[-1] == (105.0, _listing(_body("a", "FAILED")))
+    clock.now = 110.5  # ten seconds after the ask: changes are no longer followed
+    herder.token = 3
+    assert not publisher.publish_if_changed() and not publisher.following()
+    publisher.want()  # until the next ask, which gets the current listing at once
+    assert publisher.publish_if_changed() and not publisher.publish_if_changed()
+    assert herder.gathered == 3
+
+
+def test_the_publisher_thread_sleeps_until_asked_and_stops_cleanly() -> None:
+    herder, sent = TokenHerder(), []
+    publisher = StatusPublisher(herder, lambda at, listing: sent.append(listing), interval_s=0.01)  # type: ignore[arg-type]
+    publisher.start()
+    threading.Event().wait(0.2)
+    assert sent == [] and herder.gathered == 0
+    publisher.want()
+    deadline = threading.Event()
+    for _ in range(100):
+        if sent:
+            break
+        deadline.wait(0.01)
+    assert sent == [_listing(_body("a"))]
+    publisher.stop()
+    assert publisher._thread is not None and not publisher._thread.is_alive()
+
+
+class RecordingWorker:
+    """The worker's side of the proxy: answers every request it gets with 299."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        self.requests.append(f"{environ['REQUEST_METHOD']} {environ['PATH_INFO']}?{environ.get('QUERY_STRING', '')}")
+        start_response("299 From Worker", [("Content-Type", "application/json")])
+        return [b'{"from":"worker"}']
+
+
+def _front(config: dict[str, Any]) -> tuple[Client, StatusMirror, RecordingWorker]:
+    worker = RecordingWorker()
+    mirror = StatusMirror(want=lambda: None)
+    app = FrontApp(create_status_app(config, mirror, worker), worker)
+    return Client(app), mirror, worker
+
+
+def test_the_front_serves_the_two_status_reads_and_passes_everything_else_on() -> None:
+    client, mirror, worker = _front({"listeners": "http://127.0.0.1:0"})
+    headers = {"Host": "127.0.0.1"}
+    # no snapshot yet: the worker answers even the status reads
+    assert client.get("/connectors?expand=status", headers=headers).status_code == 299
+    mirror.update(float("inf"), _listing(_body("a")))
+    r = client.get("/connectors?expand=status", headers=headers)
+    assert r.status_code == 200 and r.mimetype == "application/json"
+    assert r.get_data() == _listing(_body("a"))
+    r = client.get("/connectors/a/status", headers=headers)
+    assert r.status_code == 200 and r.get_json() == _body("a")
+    worker.requests.clear()
+    for method, path in (("GET", "/connectors"), ("GET", "/connectors?expand=info"),
+                         ("GET", "/connectors?expand=status&expand=info"), ("GET", "/connectors/a"),
+                         ("GET", "/connectors/zzz/status"), ("PUT", "/connectors/a/pause"),
+                         ("DELETE", "/connectors/a"), ("GET", "/metrics")):
+        assert client.open(path, method=method, headers=headers).status_code == 299, (method, path)
+    assert worker.requests == ["GET /connectors?", "GET /connectors?expand=info",
+                               "GET /connectors?expand=status&expand=info", "GET /connectors/a?",
+                               "GET /connectors/zzz/status?", "PUT /connectors/a/pause?", "DELETE /connectors/a?",
+                               "GET /metrics?"]
+
+
+def test_the_front_checks_credentials_and_host_before_answering_from_its_mirror(tmp_path: Path) -> None:
+    client, mirror, worker = _front(auth_config(tmp_path))
+    mirror.update(float("inf"), _listing(_body("a")))
+    headers = {"Host": "127.0.0.1"}
+    for path in ("/connectors?expand=status", "/connectors/a/status"):
+        r = client.get(path, headers=headers)
+        assert r.status_code == 401 and r.headers["WWW-Authenticate"].startswith("Basic realm=")
+        assert client.get(path, headers={**headers, **basic("admin", "wrong")}).status_code == 401
+        assert client.get(path, headers={**headers, **basic("admin", "s3cret")}).status_code == 200
+    # a name the worker's host check does not know is refused here too (DNS rebinding)
+    r = client.get("/connectors/a/status", headers={"Host": "evil.example", **basic("admin", "s3cret")})
+    assert r.status_code == 421 and "rest.allowed.hosts" in r.get_json()["message"]
+    assert worker.requests == []
