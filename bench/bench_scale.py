@@ -5,9 +5,9 @@ FileStreamSink connectors of one task each (each on its own topic, so all of the
 over REST from 8 client threads. Then, on that worker:
 
 - create latency p50/p99 (from the 8 clients);
-- worker CPU % of one core over ``--idle-seconds`` while every connector is idle (from /proc; with
-  ``--worker-setting rest.separate.process=true`` the worker's REST front process is counted with it, in CPU
-  and RSS alike);
+- worker CPU % of one core over ``--idle-seconds`` while every connector is idle (from /proc; the worker's
+  REST front process, which it has by default, is counted with it, in CPU and RSS alike;
+  ``--worker-setting rest.separate.process=false`` measures REST served in the worker);
 - RSS per connector: the worker's RSS with the N connectors minus its RSS before, over N;
 - status latency: ``GET /connectors/{name}/status`` and ``GET /connectors?expand=status`` at
   ``--rate`` requests/s (open loop from a second process, latency counted from the scheduled send)

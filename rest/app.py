@@ -18,7 +18,7 @@ from rest.guards import install_guards
 from rest.json_provider import OrjsonProvider
 from rest.log_levels import LoggerLevels
 from rest.reason_phrases import StandardReasonPhrases
-from rest.responses import RestError, error_response
+from rest.responses import INTERNAL_ERROR_MESSAGE, RestError, error_response
 from rest.routes import BLUEPRINTS
 from rest.routes.loggers import LEVELS_KEY
 from rest.routes.schema_registry import REGISTRY_KEY
@@ -27,8 +27,6 @@ from rest.routes.schema_registry import bp as schema_registry_bp
 __all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
-
-INTERNAL_ERROR_MESSAGE = "Internal server error while handling the request; the worker log has the details"
 
 
 def _http_error(e: HTTPException) -> Response:

@@ -30,7 +30,7 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from connect.runtime.gc_policy import settle_heap
-from rest.access_log import AccessLogMiddleware, WsgiApp
+from rest.access_log import AccessLogMiddleware, WsgiApp, printable
 from rest.auth import install_basic_auth
 from rest.context import ConfigSource, setting
 from rest.cors import install_cors
@@ -38,7 +38,7 @@ from rest.front_channel import FAILED, READY, SETTINGS, SNAPSHOT, WANT, ChannelC
 from rest.guards import install_guards, max_body_bytes
 from rest.json_provider import OrjsonProvider
 from rest.reason_phrases import StandardReasonPhrases
-from rest.responses import RestConfigError, RestError, error_response
+from rest.responses import INTERNAL_ERROR_MESSAGE, RestConfigError, RestError, error_response
 from rest.server import RestServer
 from rest.status_mirror import StatusMirror
 from rest.worker_proxy import WorkerProxy
@@ -49,6 +49,22 @@ log = logging.getLogger(__name__)
 
 # the two reads the front answers itself; everything else (and these, when it cannot) goes to the worker
 _STATUS_READ = re.compile(r"^/connectors(?:/[^/]+/status)?/?$")
+# reads the worker answers that show statuses or counters: the front's older snapshots must not follow them
+_SHOWS_STATUSES = re.compile(r"^/(?:connectors/[^/]+/(?:tasks/[^/]+/)?status|metrics)/?$")
+_READS = ("GET", "HEAD", "OPTIONS")
+
+
+def _shows_statuses(environ: dict[str, Any]) -> bool:
+    path = environ.get("PATH_INFO", "")
+    if path.rstrip("/") == "/connectors":
+        return "status" in environ.get("QUERY_STRING", "")
+    return _SHOWS_STATUSES.match(path) is not None
+
+
+def _note_answer(environ: dict[str, Any], mirror: StatusMirror) -> None:
+    """A request the worker answered: a write, or a read that showed statuses, makes older snapshots unusable."""
+    if environ.get("REQUEST_METHOD") not in _READS or _shows_statuses(environ):
+        mirror.answered()
 
 
 def create_status_app(worker_config: ConfigSource, mirror: StatusMirror, worker: WsgiApp) -> Flask:
@@ -84,7 +100,12 @@ def create_status_app(worker_config: ConfigSource, mirror: StatusMirror, worker:
 
     @app.errorhandler(HTTPException)
     def http_error(e: HTTPException) -> Response:
-        return error_response(e.code or 500, e.name)
+        return error_response(e.code or 500, f"{e.name}: {e.description}" if e.description else e.name)
+
+    @app.errorhandler(Exception)
+    def unexpected_error(e: Exception) -> Response:
+        log.error("Unexpected error in REST request %s %s", request.method, printable(request.path), exc_info=e)
+        return error_response(500, INTERNAL_ERROR_MESSAGE)
 
     return app
 
@@ -103,15 +124,23 @@ class FrontApp:
 
 
 def _serve(channel: FrontChannel) -> int:
+    worker_pid = os.getppid()
     kind, payload = channel.receive()
     if kind != SETTINGS:
         log.error("The worker sent %r before its settings; stopping", kind)
         return 1
     settings = orjson.loads(payload)
     config: dict[str, Any] = settings["config"]
-    mirror = StatusMirror(want=lambda: channel.send(WANT))
+    def want() -> None:
+        try:
+            channel.send(WANT)
+        except ChannelClosed:
+            pass  # the worker is gone or stopping: this process stops too, once its main loop sees it
+
+    mirror = StatusMirror(want=want)
     try:
-        proxy = WorkerProxy(settings["socket"], on_write=mirror.written, max_body_bytes=max_body_bytes(config))
+        proxy = WorkerProxy(settings["socket"], on_answer=lambda environ: _note_answer(environ, mirror),
+                            max_body_bytes=max_body_bytes(config))
         app = FrontApp(create_status_app(config, mirror, proxy), proxy)
         server = RestServer(app, config, threads=int(settings["threads"]))
         server.start()
@@ -130,8 +159,10 @@ def _serve(channel: FrontChannel) -> int:
     finally:
         server.stop()
         proxy.close()
-        # the worker removes its socket's directory when it stops; after a kill -9 of the worker, this does
-        shutil.rmtree(os.path.dirname(settings["socket"]), ignore_errors=True)
+        if os.getppid() != worker_pid:
+            # the worker died (kill -9) and this process was handed to another parent: the worker cannot
+            # remove its socket's directory, as it does when it stops, so this does
+            shutil.rmtree(os.path.dirname(settings["socket"]), ignore_errors=True)
     return 0
 
 
@@ -153,4 +184,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    logging.shutdown()
+    # everything the front opened is closed by now; the kernel frees its heap faster than the interpreter's
+    # teardown (a tenth of a second here, on every worker stop)
+    os._exit(code)

@@ -27,7 +27,7 @@ _TAKEN_AT = struct.Struct("!d")
 _MAX_FRAME = 1 << 30
 
 
-class ChannelClosed(Exception):
+class ChannelClosed(ConnectionError):
     """The other process closed the channel (or died)."""
 
 
@@ -43,7 +43,10 @@ class FrontChannel:
 
     def send(self, kind: bytes, payload: bytes = b"") -> None:
         with self._send_lock:
-            self._sock.sendall(_HEADER.pack(kind, len(payload)) + payload)
+            try:
+                self._sock.sendall(_HEADER.pack(kind, len(payload)) + payload)
+            except OSError as e:
+                raise ChannelClosed(str(e)) from e
 
     def send_snapshot(self, taken_at: float, listing: bytes) -> None:
         self.send(SNAPSHOT, _TAKEN_AT.pack(taken_at) + listing)

@@ -38,46 +38,70 @@ _STOP_TIMEOUT_S = 10.0
 
 
 class FrontLaunch:
-    """The front process started ahead of the worker's own start-up, so that its imports (Flask, httpx) run
-    beside the worker's; it waits for its settings until ``RestFrontProcess.start`` sends them."""
+    """The front process, started and sent its settings as soon as the worker has read its config: it binds
+    the listeners while the worker loads its plugins and state, and ``RestFrontProcess.start`` then only
+    waits for its answer. Requests that reach it before the worker serves its socket get 503."""
 
-    def __init__(self) -> None:
+    def __init__(self, worker_config: Mapping[str, Any], threads: int = DEFAULT_THREADS) -> None:
+        self.threads = threads
+        self.directory = tempfile.mkdtemp(prefix="headrace-rest-")  # 0700: only this user reaches the socket
+        self.socket_path = os.path.join(self.directory, "worker.sock")
         ours, theirs = socket.socketpair()
         try:
             self.process = subprocess.Popen([sys.executable, "-m", "rest.front", str(theirs.fileno())],
                                             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
         finally:
             theirs.close()
-        self.socket = ours
+        self.channel = FrontChannel(ours)
+        self._socket = ours
+        try:
+            # secrets among the settings (TLS passwords) stay on this private channel: no file, no argument
+            self.channel.send(SETTINGS, orjson.dumps({"config": dict(worker_config), "socket": self.socket_path,
+                                                      "threads": threads}, default=str))
+        except OSError:
+            pass  # the front died at once: its answer, read in wait_ready, says so
+
+    def wait_ready(self, timeout: float = _START_TIMEOUT_S) -> list[str]:
+        """The front's listener URLs once it listens; OSError with its reason if it cannot."""
+        self._socket.settimeout(timeout)
+        try:
+            kind, payload = self.channel.receive()
+        except (ChannelClosed, OSError) as e:
+            raise OSError(f"The REST front process did not start: {e}") from e
+        finally:
+            self._socket.settimeout(None)
+        if kind != READY:
+            raise OSError(payload.decode("utf-8", "replace") if kind == FAILED
+                          else f"The REST front process sent {kind!r} instead of READY")
+        urls: list[str] = orjson.loads(payload)["urls"]
+        return urls
 
     def close(self) -> None:
-        """The front was never used (the worker failed to start): it exits when its channel closes."""
-        self.socket.close()
+        """Stop the front: it finishes the requests under way and exits when its channel closes. Idempotent."""
+        self.channel.close()
         try:
             self.process.wait(_STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
+            log.warning("The REST front process did not stop within %.0f s; killing it", _STOP_TIMEOUT_S)
             self.process.kill()
             self.process.wait()
+
+    def remove_directory(self) -> None:
+        """Once nothing serves the worker's socket any more."""
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 class RestFrontProcess:
     """``start()`` returns once the front listens (OSError with its reason if it cannot); ``stop()`` ends it."""
 
-    def __init__(self, herder: Herder, app: WsgiApp, worker_config: Mapping[str, Any],
-                 on_exit: Callable[[str], None], request_observer: RequestObserver | None = None,
-                 threads: int = DEFAULT_THREADS, launch: FrontLaunch | None = None) -> None:
+    def __init__(self, herder: Herder, app: WsgiApp, launch: FrontLaunch, on_exit: Callable[[str], None],
+                 request_observer: RequestObserver | None = None) -> None:
         self._launch = launch
         self._herder = herder
-        self._config = dict(worker_config)
         self._on_exit = on_exit
-        self._threads = threads
-        self._dir = tempfile.mkdtemp(prefix="headrace-rest-")  # 0700: only this user reaches the socket
-        self._socket_path = os.path.join(self._dir, "worker.sock")
         # the front passes the client's address and scheme; they are believed on this private socket only
-        self._server = RestServer(ProxyFix(app, x_for=1, x_proto=1), worker_config, threads=threads,
-                                  request_observer=request_observer, unix_socket=self._socket_path)
-        self._process: subprocess.Popen[bytes] | None = None
-        self._channel: FrontChannel | None = None
+        self._server = RestServer(ProxyFix(app, x_for=1, x_proto=1), {}, threads=launch.threads,
+                                  request_observer=request_observer, unix_socket=launch.socket_path)
         self._publisher: StatusPublisher | None = None
         self._reader: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -85,58 +109,36 @@ class RestFrontProcess:
 
     def start(self) -> None:
         self._server.start()
-        launch, self._launch = self._launch or FrontLaunch(), None
-        self._process, ours = launch.process, launch.socket
-        self._channel = channel = FrontChannel(ours)
-        ours.settimeout(_START_TIMEOUT_S)
         try:
-            channel.send(SETTINGS, orjson.dumps({"config": self._config, "socket": self._socket_path,
-                                                 "threads": self._threads}, default=str))
-            kind, payload = channel.receive()
-        except (ChannelClosed, OSError) as e:
+            self.urls = self._launch.wait_ready()
+        except OSError:
             self.stop()
-            raise OSError(f"The REST front process did not start: {e}") from e
-        if kind != READY:
-            self.stop()
-            raise OSError(payload.decode("utf-8", "replace") if kind == FAILED
-                          else f"The REST front process sent {kind!r} instead of READY")
-        ours.settimeout(None)
-        self.urls = orjson.loads(payload)["urls"]
-        self._publisher = StatusPublisher(self._herder, channel.send_snapshot)
+            raise
+        self._publisher = StatusPublisher(self._herder, self._launch.channel.send_snapshot)
         self._publisher.start()
         self._reader = threading.Thread(target=self._read, name="rest-front-channel", daemon=True)
         self._reader.start()
-        log.info("REST front process %d listening on %s", self._process.pid, ", ".join(self.urls))
+        log.info("REST front process %d listening on %s", self._launch.process.pid, ", ".join(self.urls))
 
     def _read(self) -> None:
-        assert self._channel is not None and self._publisher is not None
+        assert self._publisher is not None
         try:
             while True:
-                kind, _ = self._channel.receive()
+                kind, _ = self._launch.channel.receive()
                 if kind == WANT:
                     self._publisher.want()
         except ChannelClosed:
             pass
         if not self._stopping.is_set():
-            code = self._process.wait() if self._process is not None else None
+            code = self._launch.process.wait()
             self._on_exit(f"The REST front process exited (code {code}); the worker stops, as nothing can "
                           "reach its REST API")
 
     def stop(self) -> None:
         """Stop the front (its requests under way finish first), then the worker's own server. Idempotent."""
         self._stopping.set()
-        if self._launch is not None:  # never started
-            self._launch.close()
         if self._publisher is not None:
             self._publisher.stop()
-        if self._channel is not None:
-            self._channel.close()  # the front's signal to stop
-        if self._process is not None:
-            try:
-                self._process.wait(_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                log.warning("The REST front process did not stop within %.0f s; killing it", _STOP_TIMEOUT_S)
-                self._process.kill()
-                self._process.wait()
+        self._launch.close()
         self._server.stop()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        self._launch.remove_directory()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from flask import Response, current_app
 
-__all__ = ["RestConfigError", "RestError", "empty_response", "error_response", "json_response"]
+__all__ = ["INTERNAL_ERROR_MESSAGE", "RestConfigError", "RestError", "empty_response", "error_response", "json_response"]
+
+# a 500's message: the trace stays in the log, as it can name hosts, files and secrets
+INTERNAL_ERROR_MESSAGE = "Internal server error while handling the request; the worker log has the details"
 
 
 class RestConfigError(ValueError):

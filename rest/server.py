@@ -81,6 +81,8 @@ def parse_listeners(value: str | Sequence[str]) -> list[Listener]:
 
 
 _LOOP_INTERVAL_S = 0.1
+# how long after a stop began its accept loop is woken: by then cheroot has asked the loop to stop
+_WAKE_DELAY_S = 0.005
 
 
 class RequestObserver(Protocol):
@@ -111,6 +113,36 @@ class _CherootServer(wsgi.Server):
 
     def error_log(self, msg: str = "", level: int = logging.INFO, traceback: bool = False) -> None:
         log.log(level, "REST server: %s", msg, exc_info=traceback)
+
+    def stop(self) -> None:  # type: ignore[override]  # cheroot's is untyped
+        # cheroot's stop first waits for its accept loop to look up from select(), up to the loop interval, and
+        # each worker stop (and the REST front's, and the worker's socket behind it) paid that in full; a
+        # connection made once the stop is under way wakes the loop at once
+        waker = threading.Timer(_WAKE_DELAY_S, self._wake)
+        waker.daemon = True
+        waker.start()
+        try:
+            super().stop()
+        finally:
+            waker.cancel()
+
+    def _wake(self) -> None:
+        sock = self.socket
+        if sock is None:
+            return
+        try:
+            address = sock.getsockname()
+            if sock.family == socket.AF_UNIX:
+                target: Any = address
+            elif sock.family == socket.AF_INET6:
+                target = ("::1" if address[0] == "::" else address[0], address[1])
+            else:
+                target = ("127.0.0.1" if address[0] == "0.0.0.0" else address[0], address[1])
+            with socket.socket(sock.family, socket.SOCK_STREAM) as touch:
+                touch.settimeout(0.5)
+                touch.connect(target)
+        except OSError:
+            pass  # closed meanwhile: the loop is stopping anyway
 
     def process_conn(self, conn: Any) -> None:
         """A connection with a request to read, from the accept/keep-alive loop: to the pool."""

@@ -1,13 +1,18 @@
 """The worker's statuses as its REST front process holds them, to answer status reads without the worker.
 
-While the front serves status reads it asks the worker for them (``want``, at least once a second), and
-for ``FOLLOW_S`` after each ask the worker sends a snapshot of ``GET /connectors?expand=status`` whenever a
-state, a connector config or the set of connectors changes (rest.status_publisher). A snapshot is used only
-if it is known to be current: taken while the worker was following the states for this front, and after
-the last write this front passed to the worker had been answered, so a client reads its own writes (a
-connector it deleted is gone, one it created is there). Otherwise the worker answers the read itself.
-Counters may be up to a second old, as in the worker's own listings; states are at most one publishing
-interval behind what runs.
+While the front serves status reads it asks the worker for them (``want``, every half second while they go
+on), and for ``FOLLOW_S`` after each ask the worker sends a snapshot of ``GET /connectors?expand=status``
+whenever a state, a connector config or the set of connectors changes (rest.status_publisher). A snapshot
+is used only if it is known to be current:
+
+- taken while the worker was following the states for this front;
+- taken after the last request this front passed to the worker that wrote something or showed statuses
+  (a listing with its infos, a task's status, ``/metrics``) had been answered: a client reads its own
+  writes (a connector it deleted is gone, one it created is there), and never reads older statuses or
+  counters than it was shown before;
+- younger than a second, so counters are at most a second old, as in the worker's own listings.
+
+Otherwise the worker answers the read itself. States are at most one publishing interval behind what runs.
 """
 
 from __future__ import annotations
@@ -26,8 +31,8 @@ __all__ = ["StatusMirror"]
 
 log = logging.getLogger(__name__)
 
-# as the worker's own listings (connect.runtime.status_views.LISTING_MAX_AGE_S): how old counters may be;
-# also how often a front that serves reads asks again
+# as the worker's own listings (connect.runtime.status_views.LISTING_MAX_AGE_S): how old counters may be; a
+# front that serves reads asks again at half that age, so that a fresh snapshot comes before this one expires
 MAX_COUNTER_AGE_S = 1.0
 # how long the worker follows the states after an ask (rest.status_publisher.FOLLOW_S), less a safety margin
 # for the ask's way there
@@ -60,7 +65,7 @@ class _Snapshot:
 
 class StatusMirror:
     """The last snapshot, and whether it may answer a read. ``want`` asks the worker for a fresh snapshot and
-    to follow the changes; it is called from a request thread, at most once a second unless a read finds no
+    to follow the changes; it is called from a request thread, at most twice a second unless a read finds no
     usable snapshot, and must not block."""
 
     def __init__(self, want: Callable[[], None], clock: Callable[[], float] = time.monotonic,
@@ -71,8 +76,8 @@ class StatusMirror:
         self._followed_s = followed_s
         self._lock = threading.Lock()
         self._snapshot: _Snapshot | None = None
-        # snapshots taken before this may miss a change: a write was answered then, or the worker was not
-        # following the states for this front until asked then
+        # snapshots taken before this may miss a change: the worker answered a write or showed statuses then,
+        # or was not following the states for this front until asked then
         self._valid_from = float("-inf")
         self._asked_at = float("-inf")
         self._asked_since_update = False
@@ -83,8 +88,8 @@ class StatusMirror:
             self._snapshot = _Snapshot(taken_at, listing)
             self._asked_since_update = False
 
-    def written(self) -> None:
-        """A write was passed to the worker and answered: older snapshots may not show it."""
+    def answered(self) -> None:
+        """The worker answered a write, or showed statuses: older snapshots may not show that."""
         with self._lock:
             self._valid_from = max(self._valid_from, self._clock())
 
@@ -94,10 +99,11 @@ class StatusMirror:
             if now - self._asked_at >= self._followed_s:
                 self._valid_from = max(self._valid_from, now)  # the worker may have stopped following
             snapshot = self._snapshot
-            usable = snapshot if snapshot is not None and snapshot.taken_at >= self._valid_from else None
-            # an aged one still has current states; only its counters are old, and fresher ones are asked for
-            stale = usable is None or now - usable.taken_at >= self._max_counter_age_s
-            ask = (stale and not self._asked_since_update) or now - self._asked_at >= self._max_counter_age_s
+            usable = snapshot if (snapshot is not None and snapshot.taken_at >= self._valid_from
+                                  and now - snapshot.taken_at < self._max_counter_age_s) else None
+            renew = self._max_counter_age_s / 2
+            ask = ((usable is None and not self._asked_since_update) or now - self._asked_at >= renew
+                   or (usable is not None and now - usable.taken_at >= renew and not self._asked_since_update))
             if ask:
                 self._asked_at = now
                 self._asked_since_update = True

@@ -69,7 +69,8 @@ class StatusPublisher:
         if not self._wanted.is_set() and (token == self._sent or taken_at >= self._follow_until):
             return False
         self._wanted.clear()
-        bodies = self._herder.connector_status_bodies()
+        # fresh: counters as new as taken_at, which the front compares with the time of the reads it passed on
+        bodies = self._herder.connector_status_bodies(fresh=True)
         listing = self._encoder.encode(self._herder.connectors(), bodies)
         self._send(taken_at, listing)
         self._sent = token

@@ -81,10 +81,10 @@ class _StreamedAnswer:
 
 
 class WorkerProxy:
-    """Passes requests to the REST server on ``socket_path``; ``on_write`` is called once a request that is
-    not a read (anything but GET, HEAD and OPTIONS) has been answered, whatever the answer."""
+    """Passes requests to the REST server on ``socket_path``; ``on_answer`` gets each request's environ once
+    the worker has answered it (whatever the answer) or failed to."""
 
-    def __init__(self, socket_path: str, on_write: Callable[[], None], max_body_bytes: int,
+    def __init__(self, socket_path: str, on_answer: Callable[[dict[str, Any]], None], max_body_bytes: int,
                  pool_size: int = 16) -> None:
         self._max_body_bytes = max_body_bytes
         self._client = httpx.Client(
@@ -93,7 +93,7 @@ class WorkerProxy:
                                           limits=httpx.Limits(max_connections=pool_size)),
             timeout=httpx.Timeout(_READ_TIMEOUT_S, connect=10.0), follow_redirects=False)
         self._client.headers.clear()  # httpx's own defaults (User-Agent, Accept-Encoding) are not the client's
-        self._on_write = on_write
+        self._on_answer = on_answer
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         method = environ["REQUEST_METHOD"]
@@ -117,8 +117,7 @@ class WorkerProxy:
                                                        ("Content-Length", str(len(body)))])
             return [body]
         finally:
-            if method not in ("GET", "HEAD", "OPTIONS"):
-                self._on_write()
+            self._on_answer(environ)
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _HOP_BY_HOP]
         start_response(f"{response.status_code} {response.reason_phrase}", headers)
         return _StreamedAnswer(response)

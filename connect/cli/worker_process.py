@@ -62,9 +62,9 @@ class WorkerProcess(abc.ABC):
         if self.config.rest_separate_process and self.config.get_list("listeners"):
             from rest.front_process import FrontLaunch
 
-            # its imports run while this worker loads its plugins; should this worker fail to start, the
-            # front exits when the channel closes with this process
-            self._front_launch = FrontLaunch()
+            # it starts and binds the listeners while this worker loads its plugins and state; should this
+            # worker fail to start, the front exits when the channel closes with this process
+            self._front_launch = FrontLaunch(self.config.originals)
         self.plugins = PluginRegistry(self.config.get_list("plugin.path"))
         self._check_worker_plugins(worker_config_path)
         self._stop = threading.Event()
@@ -104,12 +104,12 @@ class WorkerProcess(abc.ABC):
         self.schema_registry = self._schema_registry()
         try:
             app = create_app(herder, self.config.originals, schema_registry=self.schema_registry)
-            if self.config.rest_separate_process:
+            if self._front_launch is not None:
                 from rest.front_process import RestFrontProcess
 
-                self.rest = RestFrontProcess(herder, app, self.config.originals, on_exit=self.fail_fatal,
-                                             request_observer=CONTROL_PRIORITY, launch=self._front_launch)
-                self._front_launch = None
+                launch, self._front_launch = self._front_launch, None
+                self.rest = RestFrontProcess(herder, app, launch, on_exit=self.fail_fatal,
+                                             request_observer=CONTROL_PRIORITY)
             else:
                 self.rest = RestServer(app, self.config.originals, request_observer=CONTROL_PRIORITY)
         except RestConfigError as exc:
@@ -158,8 +158,9 @@ class WorkerProcess(abc.ABC):
         return 0 if self._fatal is None else fail(self._fatal, EXIT_RUNTIME)
 
     def shutdown(self) -> None:
-        if self._front_launch is not None:
+        if self._front_launch is not None:  # the worker failed before its REST server started
             self._front_launch.close()
+            self._front_launch.remove_directory()
             self._front_launch = None
         if self.rest is not None:
             self.rest.stop()

@@ -197,12 +197,13 @@ class AbstractHerder(Herder):
         return (self.status.changes(), snapshot.offset, len(snapshot.connectors), log_problem)
 
     def status_listing(self, snapshot: ConfigSnapshot, task_signatures: Callable[[], Mapping[str, tuple[Any, ...]]],
-                       log_problem: str | None) -> dict[str, dict[str, Any]]:
+                       log_problem: str | None, fresh: bool = False) -> dict[str, dict[str, Any]]:
         """``status_bodies`` of every connector of ``snapshot``, reused while no status, connector config or
         connector changed and the log's health is the same, for at most a listing's max age (the counters and
-        lags it shows); ``task_signatures`` is the worker's, called only when the listing is built again."""
+        lags it shows), unless ``fresh``; ``task_signatures`` is the worker's, called only when the listing is
+        built again."""
         return self.status_views.listing(self.listing_token(snapshot, log_problem), lambda: self.status_bodies(
-            snapshot.connectors, snapshot.task_configs, task_signatures(), log_problem))
+            snapshot.connectors, snapshot.task_configs, task_signatures(), log_problem), fresh)
 
     def build_status(self, name: str, config: Mapping[str, str], task_count: int,
                      metrics: Callable[[], Mapping[ConnectorTaskId, Mapping[str, int | float]]] | None = None,

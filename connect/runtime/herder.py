@@ -300,9 +300,10 @@ class Herder(abc.ABC):
         current in its states. The default never repeats, so every listing counts as changed."""
         return object()
 
-    def connector_status_bodies(self) -> dict[str, dict[str, Any]]:
+    def connector_status_bodies(self, fresh: bool = False) -> dict[str, dict[str, Any]]:
         """``connector_status_body`` of every connector, for a status listing; a connector deleted while the
-        listing is made is left out. A herder may gather what the bodies need once for all of them."""
+        listing is made is left out. A herder may gather what the bodies need once for all of them, and reuse
+        a listing whose states are current while its counters are young; ``fresh`` gathers them now."""
         bodies: dict[str, dict[str, Any]] = {}
         for name in self.connectors():
             try:

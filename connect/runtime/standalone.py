@@ -264,8 +264,9 @@ class StandaloneHerder(AbstractHerder):
     def status_changes(self) -> Hashable:
         return self.listing_token(self.store.snapshot, self.worker.backend.health_problem())
 
-    def connector_status_bodies(self) -> dict[str, dict[str, Any]]:
-        return self.status_listing(self.store.snapshot, self.worker.task_signatures, self.worker.backend.health_problem())
+    def connector_status_bodies(self, fresh: bool = False) -> dict[str, dict[str, Any]]:
+        return self.status_listing(self.store.snapshot, self.worker.task_signatures, self.worker.backend.health_problem(),
+                                   fresh)
 
     def metrics_snapshot(self) -> WorkerMetrics:
         return self.worker.metrics_snapshot(self.task_restarter.info if self.task_restarter is not None else None)

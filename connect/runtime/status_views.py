@@ -52,15 +52,17 @@ class StatusViews:
             self._views[name] = (key, body)
         return body
 
-    def listing(self, token: Hashable, build: Callable[[], dict[str, StatusBody]]) -> dict[str, StatusBody]:
+    def listing(self, token: Hashable, build: Callable[[], dict[str, StatusBody]],
+                fresh: bool = False) -> dict[str, StatusBody]:
         """Every connector's body, for a status listing: the last one built while ``token`` (what the caller
         reads of the states and the set of connectors) is unchanged and it is younger than the listing's max
         age, else ``build()``. The token is read before building, so a listing is never older than its token.
         One listing is built at a time: a caller whose token is new waits for a build under way and uses it if
-        it was made for the same token; one whose listing only aged gets the aged one while another builds."""
+        it was made for the same token; one whose listing only aged gets the aged one while another builds.
+        ``fresh``: build one now (the REST front's listings, whose counters must be as new as their time)."""
         held = self._listing  # one read: atomic under the GIL
         now = self._clock()
-        if held is not None and held[0] == token:
+        if held is not None and held[0] == token and not fresh:
             if now - held[1] < self._listing_max_age_s:
                 return held[2]
             if self._listing_lock.locked():
@@ -70,7 +72,7 @@ class StatusViews:
         with self._listing_lock:
             held = self._listing
             now = self._clock()
-            if held is not None and held[0] == token and now - held[1] < self._listing_max_age_s:
+            if held is not None and held[0] == token and now - held[1] < self._listing_max_age_s and not fresh:
                 return held[2]  # built by the request this one waited for
             bodies = build()
             self._listing = (token, now, bodies)

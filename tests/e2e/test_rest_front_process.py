@@ -5,9 +5,9 @@ each process notices when the other is killed."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
-import tempfile
 import time
 from pathlib import Path
 
@@ -66,22 +66,31 @@ def test_status_reads_are_answered_by_the_front_and_a_client_reads_its_own_write
         listing = c.get("/connectors?expand=status").json()
         assert sorted(listing) == sorted(f"s{i}" for i in range(1, 15, 2))
         assert listing["s1"]["status"]["connector"]["state"] == "PAUSED"
-        # served by the front once its snapshot is newer than the last write (the worker sends one within a
-        # quarter of a second): its access log line is there, and the worker's own is not
-        time.sleep(0.5)
+        # served by the front once its listing is newer than the last write: its access log line is there, and
+        # the worker's own is not
+        assert worker.proc is not None
+        proc = worker.proc
+        probes = iter(range(1000))
+
+        def answered_by_the_front(path: str) -> bool:
+            agent = f"probe-{next(probes)}{path}"
+            assert c.get(path, headers={"User-Agent": agent}).status_code == 200
+            # an access line is written once its answer is sent, so possibly after the client has it
+            wait_until(lambda: f'rest-front: 127.0.0.1 "GET {path} HTTP/1.1" 200' in proc.log()
+                       and f'"{agent}"' in proc.log(), 10, what="the front's access line")
+            time.sleep(0.1)
+            lines = [line for line in proc.log().splitlines() if f'"{agent}"' in line]
+            return len(lines) == 1 and "rest-front: " in lines[0]
+
         for path in ("/connectors/s3/status", "/connectors?expand=status"):
-            r = c.get(path, headers={"User-Agent": f"probe{path}"})
-            assert r.status_code == 200
+            wait_until(lambda p=path: answered_by_the_front(p), 10, what=f"{path} answered by the front alone")
         # everything else reaches the worker, Location built from the Host the client used
         r = c.post("/connectors", json={"name": "late", "config": {
             "connector.class": "FileStreamSink", "topics": "late", "file": str(tmp_path / "late.txt")}})
         assert r.status_code == 201 and r.headers["Location"] == f"{worker.url}/connectors/late"
         assert c.get("/connectors/late/config").json()["topics"] == "late"
         assert c.get("/connector-plugins").status_code == 200
-    log = worker.proc.log() if worker.proc else ""
-    for path in ("/connectors/s3/status", "/connectors?expand=status"):
-        lines = [line for line in log.splitlines() if f'"probe{path}"' in line]
-        assert len(lines) == 1 and "rest-front: 127.0.0.1 \"GET" in lines[0], lines
+    log = proc.log()
     posted = [line for line in log.splitlines() if '"POST /connectors HTTP/1.1" 201' in line]
     assert posted and all("rest-front:" not in line and line.split("INFO ")[1].startswith("127.0.0.1") for line in posted)
 
@@ -126,11 +135,61 @@ def test_a_listener_in_use_is_one_line_and_a_non_zero_exit(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_sigterm_stops_both_and_leaves_no_socket_behind(tmp_path: Path) -> None:
-    before = {p.name for p in Path(tempfile.gettempdir()).glob("headrace-rest-*")}
     w = RestWorker(tmp_path, rest_separate_process="true").start()
     assert w.proc is not None and w.proc.proc is not None
     front = _front_pid(w.proc.proc.pid)
+    found = re.search(r"REST server listening on (\S+/worker\.sock)", w.proc.log())
+    assert found is not None and Path(found[1]).exists()
     started = time.monotonic()
     w.stop()
     assert _gone(front) and time.monotonic() - started < 15
-    assert {p.name for p in Path(tempfile.gettempdir()).glob("headrace-rest-*")} <= before
+    assert not Path(found[1]).parent.exists()
+
+
+def test_a_task_failing_on_its_own_shows_through_the_front_without_the_worker_answering(worker: RestWorker,
+                                                                                        tmp_path: Path) -> None:
+    from connect.log import open_log_backend
+
+    with worker.http() as c:
+        r = c.post("/connectors", json={"name": "strict", "config": {
+            "connector.class": "FileStreamSink", "topics": "strict-in", "file": str(tmp_path / "strict.txt"),
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter"}})
+        assert r.status_code == 201, r.text
+        wait_until(lambda: c.get("/connectors/strict/status").json()["tasks"][0]["state"] == "RUNNING", 20)
+        time.sleep(0.5)  # the front's listing is newer than the create by now
+        backend = open_log_backend({"embedded.log.dir": str(tmp_path / "data")})
+        try:
+            producer = backend.producer()
+            producer.send("strict-in", b"this is not JSON")
+            producer.flush()
+            producer.close()
+        finally:
+            backend.close()
+        seen: list[tuple[str, str]] = []
+
+        def failed() -> bool:
+            agent = f"watch-{len(seen)}"
+            state = c.get("/connectors/strict/status", headers={"User-Agent": agent}).json()["tasks"][0]["state"]
+            seen.append((agent, state))
+            return state == "FAILED"
+
+        wait_until(failed, 30, interval=0.05, what="the task FAILED")
+        for _ in range(5):  # a few more reads, as a client watching it would make
+            time.sleep(0.05)
+            failed()
+    assert seen[0][1] == "RUNNING" and seen[-1][1] == "FAILED", seen
+    assert worker.proc is not None
+    proc = worker.proc
+    # an access line is written once its answer is sent, so possibly after the client has it
+    wait_until(lambda: f'"{seen[-1][0]}"' in proc.log(), 10, what="the last read's access line")
+    time.sleep(0.1)
+    log = proc.log()
+    # reads that saw FAILED were answered by the front alone: the state came in a listing the worker sent on
+    # its own, as no write was made to prompt it (a read may go to the worker when the front's listing is
+    # over a second old: the first one here, or any on a machine too busy to send a new one in time)
+    def lines_of(agent: str) -> list[str]:
+        return [line for line in log.splitlines() if f'"{agent}"' in line]
+
+    by_front = [agent for agent, state in seen
+                if state == "FAILED" and len(lines_of(agent)) == 1 and "rest-front: " in lines_of(agent)[0]]
+    assert by_front, seen

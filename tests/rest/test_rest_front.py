@@ -73,7 +73,7 @@ def test_after_a_write_only_a_snapshot_taken_later_is_used() -> None:
     mirror = StatusMirror(want=lambda: wants.append(clock.now), clock=clock)
     mirror.update(100.0, _listing(_body("a")))
     clock.now = 100.2
-    mirror.written()  # e.g. DELETE /connectors/a answered at 100.2
+    mirror.answered()  # e.g. DELETE /connectors/a answered at 100.2
     assert mirror.status("a") is None and mirror.listing() is None
     assert wants == [100.2]  # asked once, not per read
     mirror.update(100.1, _listing(_body("a")))  # taken before the write was answered: not enough
@@ -83,20 +83,21 @@ def test_after_a_write_only_a_snapshot_taken_later_is_used() -> None:
     assert mirror.listing() == b"{}" and mirror.status("a") is None
 
 
-def test_aged_counters_are_served_while_fresher_ones_are_asked_for_once() -> None:
+def test_counters_older_than_a_second_are_never_served_and_fresher_ones_are_asked_for_in_time() -> None:
     clock, wants = Clock(), []
     mirror = StatusMirror(want=lambda: wants.append(clock.now), clock=clock, max_counter_age_s=1.0, followed_s=9.0)
-    listing = _listing(_body("a"))
+    first, second = _listing(_body("a")), _listing(_body("a", "PAUSED"))
     assert mirror.listing() is None and wants == [100.0]
-    mirror.update(100.0, listing)
-    clock.now = 100.5
-    assert mirror.listing() == listing and wants == [100.0]
-    clock.now = 101.5
-    assert mirror.listing() == listing and mirror.listing() == listing
-    assert wants == [100.0, 101.5]
-    mirror.update(101.6, listing)
-    clock.now = 101.7
-    assert mirror.listing() == listing and wants == [100.0, 101.5]
+    mirror.update(100.0, first)
+    clock.now = 100.3
+    assert mirror.listing() == first and wants == [100.0]
+    clock.now = 100.6  # half a second old: asked again, still served
+    assert mirror.listing() == first and mirror.listing() == first
+    assert wants == [100.0, 100.6]
+    clock.now = 101.0  # a second old: the worker answers until the fresh one is here
+    assert mirror.listing() is None and wants == [100.0, 100.6]
+    mirror.update(100.95, second)
+    assert mirror.listing() == second
 
 
 def test_a_snapshot_is_not_used_once_the_worker_may_have_stopped_following() -> None:
@@ -123,7 +124,8 @@ class TokenHerder:
     def status_changes(self) -> Hashable:
         return self.token
 
-    def connector_status_bodies(self) -> dict[str, Any]:
+    def connector_status_bodies(self, fresh: bool = False) -> dict[str, Any]:
+        assert fresh  # a listing sent to the front is gathered when it is taken, not reused
         self.gathered += 1
         return self.bodies
 
@@ -229,3 +231,91 @@ def test_the_front_checks_credentials_and_host_before_answering_from_its_mirror(
     r = client.get("/connectors/a/status", headers={"Host": "evil.example", **basic("admin", "s3cret")})
     assert r.status_code == 421 and "rest.allowed.hosts" in r.get_json()["message"]
     assert worker.requests == []
+
+
+def _echo(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+    """The worker's side of the socket: what reached it, as JSON."""
+    body = environ["wsgi.input"].read()
+    seen = {"method": environ["REQUEST_METHOD"], "uri": environ.get("REQUEST_URI"), "body": len(body),
+            "headers": {k: v for k, v in environ.items() if k.startswith("HTTP_") or k == "CONTENT_TYPE"}}
+    start_response("201 Created", [("Content-Type", "application/json"), ("X-From", "worker")])
+    return [orjson.dumps(seen)]
+
+
+@pytest.fixture
+def worker_socket(tmp_path: Path):
+    from rest.server import RestServer
+
+    path = str(tmp_path / "worker.sock")
+    server = RestServer(_echo, {"listeners": "http://127.0.0.1:0"}, threads=2, unix_socket=path)
+    server.start()
+    yield path
+    server.stop()
+
+
+def test_the_proxy_passes_requests_as_sent_and_says_who_sent_them(worker_socket: str) -> None:
+    from rest.worker_proxy import WorkerProxy
+
+    answered: list[str] = []
+    proxy = WorkerProxy(worker_socket, on_answer=lambda environ: answered.append(environ["REQUEST_METHOD"]),
+                        max_body_bytes=1000)
+    client = Client(proxy)
+    r = client.post("/connectors/a%20b/restart?includeTasks=true", data=b"x" * 600,
+                    headers={"Host": "worker.example:8083", "Content-Type": "application/json",
+                             "Authorization": "Basic abc", "X-Forwarded-For": "6.6.6.6", "Connection": "keep-alive"},
+                    environ_base={"REMOTE_ADDR": "10.1.2.3"})
+    assert r.status_code == 201 and r.headers["X-From"] == "worker"
+    seen = r.get_json()
+    assert seen["method"] == "POST" and seen["body"] == 600
+    assert seen["uri"] == "/connectors/a%20b/restart?includeTasks=true"
+    headers = seen["headers"]
+    assert headers["HTTP_HOST"] == "worker.example:8083" and headers["HTTP_AUTHORIZATION"] == "Basic abc"
+    assert headers["CONTENT_TYPE"] == "application/json"
+    # the client's own X-Forwarded-For is not passed on: the worker believes this header from the front only
+    assert headers["HTTP_X_FORWARDED_FOR"] == "10.1.2.3" and headers["HTTP_X_FORWARDED_PROTO"] == "http"
+    assert "HTTP_USER_AGENT" not in headers  # none sent, none made up
+    assert answered == ["POST"]
+    assert client.get("/connectors").status_code == 201 and answered == ["POST", "GET"]
+    proxy.close()
+
+
+def test_the_proxy_refuses_an_oversized_body_unread_and_answers_503_without_a_worker(worker_socket: str,
+                                                                                    tmp_path: Path) -> None:
+    from rest.worker_proxy import WorkerProxy
+
+    proxy = WorkerProxy(worker_socket, on_answer=lambda environ: None, max_body_bytes=100)
+    r = Client(proxy).put("/connectors/a/config", data=b"{" * 101, headers={"Content-Type": "application/json"})
+    assert r.status_code == 413 and "rest.request.max.bytes" in r.get_json()["message"]
+    proxy.close()
+    gone = WorkerProxy(str(tmp_path / "nothing.sock"), on_answer=lambda environ: None, max_body_bytes=100)
+    r = Client(gone).get("/connectors")
+    assert r.status_code == 503 and r.get_json()["error_code"] == 503
+    gone.close()
+
+
+@pytest.mark.parametrize(("method", "path", "query", "shown"), [
+    ("GET", "/connectors/a", "", False),
+    ("GET", "/connectors/a/config", "", False),
+    ("GET", "/connectors", "", False),
+    ("GET", "/connectors", "expand=info", False),
+    ("GET", "/connector-plugins", "", False),
+    ("OPTIONS", "/connectors/a/config", "", False),
+    ("GET", "/connectors", "expand=status&expand=info", True),
+    ("GET", "/connectors/a/status", "", True),
+    ("GET", "/connectors/a/tasks/0/status", "", True),
+    ("GET", "/metrics", "", True),
+    ("PUT", "/connectors/a/pause", "", True),
+    ("POST", "/connectors", "", True),
+    ("DELETE", "/connectors/a", "", True),
+])
+def test_a_snapshot_older_than_a_write_or_a_status_the_worker_showed_is_not_used(method: str, path: str, query: str,
+                                                                                   shown: bool) -> None:
+    from rest.front import _note_answer
+
+    clock = Clock()
+    mirror = StatusMirror(want=lambda: None, clock=clock)
+    assert mirror.listing() is None
+    mirror.update(100.0, _listing(_body("a")))
+    clock.now = 100.1
+    _note_answer({"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query}, mirror)
+    assert (mirror.listing() is None) is shown

@@ -60,6 +60,10 @@ def test_a_listing_is_reused_for_its_token_within_its_max_age_only():
     views.forget("c")
     assert views.listing((2, 5), build(5)) == {"c": {"n": 5}}, "a deleted connector leaves no listing behind"
     assert built == [1, 3, 4, 5]
+    fresh = views.listing((2, 5), build(6), fresh=True)
+    assert fresh == {"c": {"n": 6}}, "fresh: built now, however young the held one"
+    assert views.listing((2, 5), build(7)) is fresh, "and held for the next caller"
+    assert built == [1, 3, 4, 5, 6]
 
 
 def test_one_listing_is_built_at_a_time_and_an_aged_one_is_served_meanwhile():

@@ -210,8 +210,9 @@ class DistributedHerder(AbstractHerder):
     def status_changes(self) -> Hashable:
         return self.listing_token(self.store.snapshot(), self.worker.backend.health_problem())
 
-    def connector_status_bodies(self) -> dict[str, dict[str, Any]]:
-        return self.status_listing(self.store.snapshot(), self.worker.task_signatures, self.worker.backend.health_problem())
+    def connector_status_bodies(self, fresh: bool = False) -> dict[str, dict[str, Any]]:
+        return self.status_listing(self.store.snapshot(), self.worker.task_signatures, self.worker.backend.health_problem(),
+                                   fresh)
 
     def task_status(self, task: ConnectorTaskId) -> TaskState:
         for t in self.connector_status(task.connector).tasks:
