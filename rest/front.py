@@ -24,6 +24,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import parse_qs
 
 import orjson
 from flask import Flask, Response, request
@@ -61,10 +62,26 @@ def _shows_statuses(environ: dict[str, Any]) -> bool:
     return _SHOWS_STATUSES.match(path) is not None
 
 
-def _note_answer(environ: dict[str, Any], mirror: StatusMirror) -> None:
-    """A request the worker answered: a write, or a read that showed statuses, makes older snapshots unusable."""
-    if environ.get("REQUEST_METHOD") not in _READS or _shows_statuses(environ):
+def _is_front_read(environ: dict[str, Any]) -> bool:
+    """One of the two reads the front answers itself, passed on only because its snapshot could not."""
+    path = environ.get("PATH_INFO", "")
+    if path.rstrip("/") == "/connectors":
+        return parse_qs(environ.get("QUERY_STRING", "")) == {"expand": ["status"]}
+    return _STATUS_READ.match(path) is not None
+
+
+def _note_answer(environ: dict[str, Any], sent_at: float, mirror: StatusMirror) -> None:
+    """A request the worker answered, sent to it at ``sent_at``: snapshots older than a write's answer, or than
+    a status read's sending, may show less than the client has seen."""
+    if environ.get("REQUEST_METHOD") not in _READS:
         mirror.answered()
+    elif _shows_statuses(environ) and not _is_front_read(environ):
+        # what it showed was gathered after the request was sent, so snapshots taken since show as much but
+        # for changes in the moments the worker took to answer; waiting for snapshots newer than the answers
+        # instead made each slow answer under load discard the snapshot that came meanwhile. The front's own
+        # reads, passed on while its snapshot is missing or stale, do not count, for the same reason: each
+        # would discard the snapshot asked for meanwhile, and every read went to the worker
+        mirror.answered(sent_at)
 
 
 def create_status_app(worker_config: ConfigSource, mirror: StatusMirror, worker: WsgiApp) -> Flask:
@@ -139,7 +156,8 @@ def _serve(channel: FrontChannel) -> int:
 
     mirror = StatusMirror(want=want)
     try:
-        proxy = WorkerProxy(settings["socket"], on_answer=lambda environ: _note_answer(environ, mirror),
+        proxy = WorkerProxy(settings["socket"],
+                            on_answer=lambda environ, sent_at: _note_answer(environ, sent_at, mirror),
                             max_body_bytes=max_body_bytes(config))
         app = FrontApp(create_status_app(config, mirror, proxy), proxy)
         server = RestServer(app, config, threads=int(settings["threads"]))

@@ -88,10 +88,11 @@ class StatusMirror:
             self._snapshot = _Snapshot(taken_at, listing)
             self._asked_since_update = False
 
-    def answered(self) -> None:
-        """The worker answered a write, or showed statuses: older snapshots may not show that."""
+    def answered(self, at: float | None = None) -> None:
+        """The worker answered a write (now), or showed statuses it gathered after ``at``: snapshots taken
+        before may not show that."""
         with self._lock:
-            self._valid_from = max(self._valid_from, self._clock())
+            self._valid_from = max(self._valid_from, self._clock() if at is None else at)
 
     def _usable(self) -> _Snapshot | None:
         with self._lock:

@@ -9,6 +9,7 @@ as it comes.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -81,10 +82,11 @@ class _StreamedAnswer:
 
 
 class WorkerProxy:
-    """Passes requests to the REST server on ``socket_path``; ``on_answer`` gets each request's environ once
-    the worker has answered it (whatever the answer) or failed to."""
+    """Passes requests to the REST server on ``socket_path``; ``on_answer`` gets each request's environ and
+    the moment (``time.monotonic()``) it was sent, once the worker has answered it (whatever the answer) or
+    failed to."""
 
-    def __init__(self, socket_path: str, on_answer: Callable[[dict[str, Any]], None], max_body_bytes: int,
+    def __init__(self, socket_path: str, on_answer: Callable[[dict[str, Any], float], None], max_body_bytes: int,
                  pool_size: int = 16) -> None:
         self._max_body_bytes = max_body_bytes
         self._client = httpx.Client(
@@ -108,6 +110,7 @@ class WorkerProxy:
         has_body = length > 0 or environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked"
         request = self._client.build_request(method, "http://worker" + target, headers=_request_headers(environ),
                                              content=_body(environ, self._max_body_bytes) if has_body else None)
+        sent_at = time.monotonic()
         try:
             response = self._client.send(request, stream=True)
         except httpx.HTTPError as e:
@@ -117,7 +120,7 @@ class WorkerProxy:
                                                        ("Content-Length", str(len(body)))])
             return [body]
         finally:
-            self._on_answer(environ)
+            self._on_answer(environ, sent_at)
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _HOP_BY_HOP]
         start_response(f"{response.status_code} {response.reason_phrase}", headers)
         return _StreamedAnswer(response)
