@@ -6,10 +6,10 @@ whenever a state, a connector config or the set of connectors changes (rest.stat
 is used only if it is known to be current:
 
 - taken while the worker was following the states for this front;
-- taken after the last request this front passed to the worker that wrote something or showed statuses
-  (a listing with its infos, a task's status, ``/metrics``) had been answered: a client reads its own
-  writes (a connector it deleted is gone, one it created is there), and never reads older statuses or
-  counters than it was shown before;
+- taken after the last write this front passed to the worker had been answered, and after the last
+  request it passed on that showed statuses (a listing with its infos, a task's status, ``/metrics``) had
+  been sent: a client reads its own writes (a connector it deleted is gone, one it created is there), and
+  sees as much as it was shown before, but for changes in the moments the worker took to answer;
 - younger than a second, so counters are at most a second old, as in the worker's own listings.
 
 Otherwise the worker answers the read itself. States are at most one publishing interval behind what runs.
