@@ -62,11 +62,16 @@ def _shows_statuses(environ: dict[str, Any]) -> bool:
     return _SHOWS_STATUSES.match(path) is not None
 
 
+def _is_status_listing(query: str) -> bool:
+    """``?expand=status`` and nothing else: the listing the front answers (other expansions need configs)."""
+    return parse_qs(query) == {"expand": ["status"]}
+
+
 def _is_front_read(environ: dict[str, Any]) -> bool:
     """One of the two reads the front answers itself, passed on only because its snapshot could not."""
     path = environ.get("PATH_INFO", "")
     if path.rstrip("/") == "/connectors":
-        return parse_qs(environ.get("QUERY_STRING", "")) == {"expand": ["status"]}
+        return _is_status_listing(environ.get("QUERY_STRING", ""))
     return _STATUS_READ.match(path) is not None
 
 
@@ -103,7 +108,7 @@ def create_status_app(worker_config: ConfigSource, mirror: StatusMirror, worker:
 
     @app.get("/connectors")
     def listing() -> Any:
-        if list(request.args.keys()) == ["expand"] and request.args.getlist("expand") == ["status"]:
+        if _is_status_listing(request.query_string.decode("latin-1")):
             return answer(mirror.listing())
         return worker
 

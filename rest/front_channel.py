@@ -38,9 +38,6 @@ class FrontChannel:
         self._sock = sock
         self._send_lock = threading.Lock()
 
-    def fileno(self) -> int:
-        return self._sock.fileno()
-
     def send(self, kind: bytes, payload: bytes = b"") -> None:
         with self._send_lock:
             try:
