@@ -12,6 +12,7 @@ Baseline in the same run: ``GET /health`` (routing and WSGI only, no herder work
 from __future__ import annotations
 
 import argparse
+import gc
 import multiprocessing as mp
 import statistics
 import subprocess
@@ -32,6 +33,9 @@ def _open_loop(url: str, rate: float, seconds: float, out: mp.Queue) -> None:
     errors = 0
     interval = 1.0 / rate
     with httpx.Client(timeout=5.0) as client:
+        # the client's own collector pauses are not the server's latency (see bench_scale's open loop)
+        gc.collect()
+        gc.freeze()
         start = time.perf_counter()
         n = int(rate * seconds)
         for i in range(n):

@@ -12,7 +12,8 @@ over REST from 8 client threads. Then, on that worker:
 - status latency: ``GET /connectors/{name}/status`` and ``GET /connectors?expand=status`` at
   ``--rate`` requests/s (open loop from a second process, latency counted from the scheduled send)
   on the idle worker (with the worker's CPU time per request, from /proc), then again while one FileStreamSource -> FileStreamSink pipeline moves
-  ``--pipeline-lines`` lines at full speed in the same worker;
+  ``--pipeline-lines`` lines at full speed in the same worker; beside the pipeline, also the p99 of the
+  serving process's own time per request (its access log) and of how late the client woke for its sends;
 - restore: the worker stopped (SIGTERM) and started again, time until every connector's task
   reports RUNNING;
 - delete latency p50/p99 (8 clients).
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import gc
 import multiprocessing as mp
 import os
 import re
@@ -55,22 +57,30 @@ def _pct(values: list[float], p: float) -> float:
 
 def _open_loop(urls: list[str], rate: float, seconds: float, out: mp.Queue) -> None:
     latencies: list[float] = []
+    # how late this client woke for a send it slept until: on a busy machine the client waits for a core
+    # too, and that wait is in its latencies, whatever the server does
+    wake_lags: list[float] = []
     errors = 0
     interval = 1.0 / rate
     with httpx.Client(timeout=10.0) as client:
+        # this client's own collector pauses are not the server's latency: a full collection over httpx's
+        # modules took 18-24 ms three and a half seconds into each load, and ten requests queued behind it
+        gc.collect()
+        gc.freeze()
         start = time.perf_counter()
         for i in range(int(rate * seconds)):
             target = start + i * interval
             now = time.perf_counter()
             if target > now:
                 time.sleep(target - now)
+                wake_lags.append(time.perf_counter() - target)
             r = client.get(urls[i % len(urls)])
             latencies.append(time.perf_counter() - target)  # from the scheduled send: stalls are not hidden
             errors += r.status_code != 200
-    out.put((latencies, errors))
+    out.put((latencies, errors, wake_lags))
 
 
-def _load(urls: list[str], rate: float, seconds: float) -> tuple[list[float], int]:
+def _load(urls: list[str], rate: float, seconds: float) -> tuple[list[float], int, list[float]]:
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     p = ctx.Process(target=_open_loop, args=(urls, rate, seconds, q))
@@ -199,14 +209,16 @@ def measure(n: int, args: argparse.Namespace, source_file: Path) -> dict[str, fl
         one = [f"{w.url}/connectors/sink-{i}/status" for i in range(0, n, max(1, n // 50))]
         listing = [f"{w.url}/connectors?expand=status"]
         c0 = w.cpu_seconds()
-        lat, _ = _load(one, args.rate, args.seconds)
+        lat, _, _ = _load(one, args.rate, args.seconds)
         out["one status p99 ms, idle"] = _pct(lat, 99)
         # the worker's CPU per request (from /proc): what a request costs, however loaded the machine is
         out["one status worker CPU ms/request"] = (w.cpu_seconds() - c0) / len(lat) * 1000
         if n <= args.list_limit:
-            c0 = w.cpu_seconds()
-            lat, _ = _load(listing, args.rate, args.seconds)
+            c0, log0 = w.cpu_seconds(), w.log_size()
+            lat, _, _ = _load(listing, args.rate, args.seconds)
             out["list status p99 ms, idle"] = _pct(lat, 99)
+            served = w.served_ms(log0, "/connectors?expand=status")
+            out["list status p99 ms in the server, idle"] = _pct(served, 99) if served else float("nan")
             out["list status worker CPU ms/request"] = (w.cpu_seconds() - c0) / len(lat) * 1000
         # one pipeline at full speed beside the idle connectors
         sink_file = work / "pipeline-out.txt"
@@ -221,7 +233,7 @@ def measure(n: int, args: argparse.Namespace, source_file: Path) -> dict[str, fl
             # what the status load costs the pipeline: its lines/s during the load (fixed-size lines)
             size0, t0 = sink_file.stat().st_size, time.perf_counter()
             log0, cpu0 = w.log_size(), w.cpu_seconds()
-            lat, _ = _load(urls, args.rate, args.seconds)
+            lat, _, lags = _load(urls, args.rate, args.seconds)
             # how much of the machine the worker took meanwhile: the client's latency includes waiting for a core
             out[f"worker CPU % of a core during {what} load"] = ((w.cpu_seconds() - cpu0)
                                                                   / (time.perf_counter() - t0) * 100)
@@ -231,6 +243,7 @@ def measure(n: int, args: argparse.Namespace, source_file: Path) -> dict[str, fl
             # body was written): the rest of the client's latency is before the app runs, or outside it
             served = w.served_ms(log0, "/connectors?expand=status" if what == "list" else "/status")
             out[f"{what} status p99 ms in the server, pipeline"] = _pct(served, 99) if served else float("nan")
+            out[f"{what} status p99 ms the client woke late, pipeline"] = _pct(lags, 99) if lags else float("nan")
             out[f"pipeline k lines/s beside {what}"] = moved / (time.perf_counter() - t0) / 1000
 
         beside_pipeline(one, "one")

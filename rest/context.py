@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from flask import Flask, current_app
 
-from connect.runtime.herder import Herder
+if TYPE_CHECKING:
+    from connect.runtime.herder import Herder
 
 __all__ = ["ConfigSource", "HERDER_KEY", "CONFIG_KEY", "current_herder", "install", "setting", "setting_bool"]
 

@@ -42,7 +42,6 @@ from rest.reason_phrases import StandardReasonPhrases
 from rest.responses import INTERNAL_ERROR_MESSAGE, RestConfigError, RestError, error_response
 from rest.server import RestServer
 from rest.status_mirror import StatusMirror
-from rest.worker_proxy import WorkerProxy
 
 __all__ = ["FrontApp", "create_status_app", "main"]
 
@@ -160,6 +159,8 @@ def _serve(channel: FrontChannel) -> int:
             pass  # the worker is gone or stopping: this process stops too, once its main loop sees it
 
     mirror = StatusMirror(want=want)
+    from rest.worker_proxy import WorkerProxy  # after main() kept httpx's command line out
+
     try:
         proxy = WorkerProxy(settings["socket"],
                             on_answer=lambda environ, sent_at: _note_answer(environ, sent_at, mirror),
@@ -194,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
     configure_logging(tag="rest-front")
+    # httpx imports its command line (rich, click, pygments) whenever they are installed: 0.05 s of each
+    # start, on every worker start, for a client the front never uses. A None entry makes that import fail,
+    # which httpx allows for
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     # Ctrl-C reaches the whole process group: the worker stops first and then closes the channel
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     channel = FrontChannel(socket.socket(fileno=int(args[0])))

@@ -12,7 +12,8 @@ is used only if it is known to be current:
   sees as much as it was shown before, but for changes in the moments the worker took to answer;
 - younger than a second, so counters are at most a second old, as in the worker's own listings.
 
-Otherwise the worker answers the read itself. States are at most one publishing interval behind what runs.
+A read that finds no such snapshot asks for one and waits for it up to ``SNAPSHOT_WAIT_S``; only then does
+the worker answer the read itself. States are at most one publishing interval behind what runs.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ MAX_COUNTER_AGE_S = 1.0
 # how long the worker follows the states after an ask (rest.status_publisher.FOLLOW_S), less a safety margin
 # for the ask's way there
 FOLLOWED_S = 9.0
+# how long a read that found no usable snapshot waits for the one it asked for. The first read after a quiet
+# spell always finds none (the worker stopped following), and beside busy tasks the worker's own answer took
+# 80 ms (a listing of 1,000): passed through the worker's HTTP server it waits for the GIL at each of several
+# hand-offs, where a snapshot waits once. Past this wait the worker answers after all
+SNAPSHOT_WAIT_S = 0.2
 
 
 class _Snapshot:
@@ -69,12 +75,17 @@ class StatusMirror:
     usable snapshot, and must not block."""
 
     def __init__(self, want: Callable[[], None], clock: Callable[[], float] = time.monotonic,
-                 max_counter_age_s: float = MAX_COUNTER_AGE_S, followed_s: float = FOLLOWED_S) -> None:
+                 max_counter_age_s: float = MAX_COUNTER_AGE_S, followed_s: float = FOLLOWED_S,
+                 snapshot_wait_s: float = SNAPSHOT_WAIT_S) -> None:
+        """``snapshot_wait_s`` is waited on the real clock, whatever ``clock`` is."""
         self._want = want
         self._clock = clock
         self._max_counter_age_s = max_counter_age_s
         self._followed_s = followed_s
+        self._snapshot_wait_s = snapshot_wait_s
         self._lock = threading.Lock()
+        self._updated = threading.Condition(self._lock)
+        self._updates = 0
         self._snapshot: _Snapshot | None = None
         # snapshots taken before this may miss a change: the worker answered a write or showed statuses then,
         # or was not following the states for this front until asked then
@@ -87,6 +98,8 @@ class StatusMirror:
         with self._lock:
             self._snapshot = _Snapshot(taken_at, listing)
             self._asked_since_update = False
+            self._updates += 1
+            self._updated.notify_all()
 
     def answered(self, at: float | None = None) -> None:
         """The worker answered a write (now), or showed statuses it gathered after ``at``: snapshots taken
@@ -95,11 +108,30 @@ class StatusMirror:
             self._valid_from = max(self._valid_from, self._clock() if at is None else at)
 
     def _usable(self) -> _Snapshot | None:
+        """The snapshot a read may answer from; waits up to ``snapshot_wait_s`` for one if there is none."""
+        deadline = None
+        while True:
+            usable, updates = self._check()
+            if usable is not None or self._snapshot_wait_s <= 0:
+                return usable
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + self._snapshot_wait_s
+            if now >= deadline:
+                return None
+            with self._updated:
+                if self._updates == updates:  # none came since the check
+                    self._updated.wait(deadline - now)
+
+    def _check(self) -> tuple[_Snapshot | None, int]:
+        """The usable snapshot or None, and the number of updates it was chosen from; asks for a snapshot when
+        there is none, or when the one there is half way to being too old."""
         with self._lock:
             now = self._clock()
             if now - self._asked_at >= self._followed_s:
                 self._valid_from = max(self._valid_from, now)  # the worker may have stopped following
             snapshot = self._snapshot
+            updates = self._updates
             usable = snapshot if (snapshot is not None and snapshot.taken_at >= self._valid_from
                                   and now - snapshot.taken_at < self._max_counter_age_s) else None
             renew = self._max_counter_age_s / 2
@@ -112,7 +144,7 @@ class StatusMirror:
             log.debug("Asking the worker for a status listing (the last one is %s)",
                       "missing" if snapshot is None else f"taken at {snapshot.taken_at:.3f}")
             self._want()
-        return usable
+        return usable, updates
 
     def listing(self) -> bytes | None:
         """The body of ``GET /connectors?expand=status``, or None: the worker must answer."""

@@ -48,7 +48,9 @@ def live_server() -> Iterator[RestServer]:
         server.stop()
 
 
-@pytest.fixture(scope="module", params=["fake-herder", "connect-standalone"])
+# against a real worker the fuzz run takes a dozen seconds: it runs with the slow tests, the FakeHerder's in the
+# fast suite
+@pytest.fixture(scope="module", params=["fake-herder", pytest.param("connect-standalone", marks=pytest.mark.slow)])
 def rest_base_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The live-server tests run twice: over a FakeHerder, and against a real ``connect-standalone`` process."""
     external = os.environ.get("HEADRACE_TEST_REST_URL")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,7 @@ def test_channel_frames_round_trip_and_a_closed_end_is_told() -> None:
 
 def test_the_mirror_answers_from_a_snapshot_and_cuts_each_connectors_status_from_it() -> None:
     clock, wants = Clock(), []
-    mirror = StatusMirror(want=lambda: wants.append(clock.now), clock=clock)
+    mirror = StatusMirror(want=lambda: wants.append(clock.now), clock=clock, snapshot_wait_s=0)
     # nothing yet: the worker answers, and is asked for a snapshot once
     assert mirror.listing() is None and mirror.status("a") is None
     assert wants == [100.0]
@@ -70,7 +71,7 @@ def test_the_mirror_answers_from_a_snapshot_and_cuts_each_connectors_status_from
 
 def test_after_a_write_only_a_snapshot_taken_later_is_used() -> None:
     clock, wants = Clock(), []
-    mirror = StatusMirror(want=lambda: wants.append(clock.now), clock=clock)
+    mirror = StatusMirror(want=lambda: wants.append(clock.now), clock=clock, snapshot_wait_s=0)
     mirror.update(100.0, _listing(_body("a")))
     clock.now = 100.2
     mirror.answered()  # e.g. DELETE /connectors/a answered at 100.2
@@ -85,7 +86,8 @@ def test_after_a_write_only_a_snapshot_taken_later_is_used() -> None:
 
 def test_counters_older_than_a_second_are_never_served_and_fresher_ones_are_asked_for_in_time() -> None:
     clock, wants = Clock(), []
-    mirror = StatusMirror(want=lambda: wants.append(clock.now), clock=clock, max_counter_age_s=1.0, followed_s=9.0)
+    mirror = StatusMirror(want=lambda: wants.append(clock.now), clock=clock, max_counter_age_s=1.0, followed_s=9.0,
+                          snapshot_wait_s=0)
     first, second = _listing(_body("a")), _listing(_body("a", "PAUSED"))
     assert mirror.listing() is None and wants == [100.0]
     mirror.update(100.0, first)
@@ -102,7 +104,8 @@ def test_counters_older_than_a_second_are_never_served_and_fresher_ones_are_aske
 
 def test_a_snapshot_is_not_used_once_the_worker_may_have_stopped_following() -> None:
     clock, wants = Clock(), []
-    mirror = StatusMirror(want=lambda: wants.append(clock.now), clock=clock, max_counter_age_s=1.0, followed_s=9.0)
+    mirror = StatusMirror(want=lambda: wants.append(clock.now), clock=clock, max_counter_age_s=1.0, followed_s=9.0,
+                          snapshot_wait_s=0)
     assert mirror.listing() is None
     mirror.update(100.0, _listing(_body("a")))
     clock.now = 109.5  # no read (and so no ask) for longer than the worker follows after one
@@ -111,6 +114,28 @@ def test_a_snapshot_is_not_used_once_the_worker_may_have_stopped_following() -> 
     assert mirror.listing() is None
     mirror.update(109.6, _listing(_body("a", "PAUSED")))
     assert orjson.loads(mirror.status("a"))["connector"]["state"] == "PAUSED"
+
+
+def test_a_read_with_no_usable_snapshot_waits_for_the_one_it_asked_for_and_then_for_the_worker() -> None:
+    mirror: StatusMirror
+    listing = _listing(_body("a"))
+    asked = threading.Event()
+
+    def want() -> None:
+        asked.set()
+        # the worker's answer comes on the front's channel thread while the read waits
+        threading.Timer(0.05, lambda: mirror.update(time.monotonic(), listing)).start()
+
+    mirror = StatusMirror(want=want, snapshot_wait_s=5.0)
+    started = time.monotonic()
+    assert mirror.listing() == listing  # not None: the read did not go to the worker
+    assert asked.is_set() and 0.04 <= time.monotonic() - started < 4.0
+
+    # a snapshot that never comes: the read waits no longer than its bound, and then the worker answers it
+    silent = StatusMirror(want=lambda: None, snapshot_wait_s=0.1)
+    started = time.monotonic()
+    assert silent.status("a") is None
+    assert 0.1 <= time.monotonic() - started < 2.0
 
 
 class TokenHerder:
@@ -314,7 +339,7 @@ def test_a_snapshot_older_than_a_write_or_a_status_the_worker_showed_is_not_used
     from rest.front import _note_answer
 
     clock = Clock()
-    mirror = StatusMirror(want=lambda: None, clock=clock)
+    mirror = StatusMirror(want=lambda: None, clock=clock, snapshot_wait_s=0)
     assert mirror.listing() is None
     mirror.update(100.0, _listing(_body("a")))
     clock.now = 100.1
@@ -326,7 +351,7 @@ def test_a_status_read_the_worker_answered_slowly_does_not_discard_a_snapshot_ta
     from rest.front import _note_answer
 
     clock = Clock()
-    mirror = StatusMirror(want=lambda: None, clock=clock)
+    mirror = StatusMirror(want=lambda: None, clock=clock, snapshot_wait_s=0)
     assert mirror.listing() is None  # asks at 100.0
     mirror.update(100.02, _listing(_body("a")))
     clock.now = 100.3  # the answer to a status read sent at 100.01 comes only now (a busy worker)
