@@ -95,7 +95,9 @@ class StatusPublisher:
                 published = False
                 self._stop.wait(1.0)
             cost = self._clock() - started if published else 0.0
-            self._stop.wait(min(max(self._interval_s, cost / _MAX_SHARE), _MAX_WAIT_S))
+            # a want ends the wait: a read waits for it in the front. Wants come at most twice a second, or
+            # once per listing while the front has none it may use, so the share above still bounds the rest
+            self._wanted.wait(min(max(self._interval_s, cost / _MAX_SHARE), _MAX_WAIT_S))
 
     def stop(self) -> None:
         self._stop.set()

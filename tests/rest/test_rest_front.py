@@ -14,6 +14,7 @@ import orjson
 import pytest
 from werkzeug.test import Client
 
+from rest import status_publisher
 from rest.front import FrontApp, create_status_app
 from rest.front_channel import SNAPSHOT, WANT, ChannelClosed, FrontChannel
 from rest.status_mirror import StatusMirror
@@ -199,6 +200,32 @@ def test_the_publisher_thread_sleeps_until_asked_and_stops_cleanly() -> None:
     assert sent == [_listing(_body("a"))]
     publisher.stop()
     assert publisher._thread is not None and not publisher._thread.is_alive()
+
+
+def test_a_want_ends_the_publishers_wait_between_listings(monkeypatch: pytest.MonkeyPatch) -> None:
+    herder, sent = TokenHerder(), []
+    # listings spaced 10 s apart while the states keep changing: a want must not wait that out
+    monkeypatch.setattr(status_publisher, "_MAX_WAIT_S", 10.0)
+    publisher = StatusPublisher(herder, lambda at, listing: sent.append(listing), interval_s=10.0)  # type: ignore[arg-type]
+    publisher.start()
+    try:
+        publisher.want()
+        for _ in range(200):
+            if sent:
+                break
+            threading.Event().wait(0.01)
+        assert len(sent) == 1
+        herder.token = 2  # a change alone waits for the interval
+        threading.Event().wait(0.2)
+        assert len(sent) == 1
+        publisher.want()  # the front has no listing it may use, and a read waits for one
+        for _ in range(200):
+            if len(sent) == 2:
+                break
+            threading.Event().wait(0.01)
+        assert len(sent) == 2
+    finally:
+        publisher.stop()
 
 
 class RecordingWorker:
