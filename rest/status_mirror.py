@@ -85,7 +85,6 @@ class StatusMirror:
         self._snapshot_wait_s = snapshot_wait_s
         self._lock = threading.Lock()
         self._updated = threading.Condition(self._lock)
-        self._updates = 0
         self._snapshot: _Snapshot | None = None
         # snapshots taken before this may miss a change: the worker answered a write or showed statuses then,
         # or was not following the states for this front until asked then
@@ -98,7 +97,6 @@ class StatusMirror:
         with self._lock:
             self._snapshot = _Snapshot(taken_at, listing)
             self._asked_since_update = False
-            self._updates += 1
             self._updated.notify_all()
 
     def answered(self, at: float | None = None) -> None:
@@ -111,7 +109,7 @@ class StatusMirror:
         """The snapshot a read may answer from; waits up to ``snapshot_wait_s`` for one if there is none."""
         deadline = None
         while True:
-            usable, updates = self._check()
+            usable, seen = self._check()
             if usable is not None or self._snapshot_wait_s <= 0:
                 return usable
             now = time.monotonic()
@@ -120,18 +118,17 @@ class StatusMirror:
             if now >= deadline:
                 return None
             with self._updated:
-                if self._updates == updates:  # none came since the check
+                if self._snapshot is seen:  # none came since the check
                     self._updated.wait(deadline - now)
 
-    def _check(self) -> tuple[_Snapshot | None, int]:
-        """The usable snapshot or None, and the number of updates it was chosen from; asks for a snapshot when
-        there is none, or when the one there is half way to being too old."""
+    def _check(self) -> tuple[_Snapshot | None, _Snapshot | None]:
+        """The usable snapshot or None, and the latest one it was chosen from; asks for a snapshot when there is
+        none, or when the one there is half way to being too old."""
         with self._lock:
             now = self._clock()
             if now - self._asked_at >= self._followed_s:
                 self._valid_from = max(self._valid_from, now)  # the worker may have stopped following
             snapshot = self._snapshot
-            updates = self._updates
             usable = snapshot if (snapshot is not None and snapshot.taken_at >= self._valid_from
                                   and now - snapshot.taken_at < self._max_counter_age_s) else None
             renew = self._max_counter_age_s / 2
@@ -144,7 +141,7 @@ class StatusMirror:
             log.debug("Asking the worker for a status listing (the last one is %s)",
                       "missing" if snapshot is None else f"taken at {snapshot.taken_at:.3f}")
             self._want()
-        return usable, updates
+        return usable, snapshot
 
     def listing(self) -> bytes | None:
         """The body of ``GET /connectors?expand=status``, or None: the worker must answer."""

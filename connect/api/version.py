@@ -17,13 +17,13 @@ UNKNOWN_VERSION = "unknown"
 
 
 @functools.cache
-def _declared_top_levels() -> Mapping[str, list[str]]:
+def _declared_top_levels() -> Mapping[str, list[importlib.metadata.Distribution]]:
     """Top-level package -> distributions, from the ``top_level.txt`` files that setuptools writes: a few
     milliseconds, where reading every distribution's file list takes a quarter of a second."""
-    found: dict[str, list[str]] = {}
+    found: dict[str, list[importlib.metadata.Distribution]] = {}
     for dist in importlib.metadata.distributions():
         for top in (dist.read_text("top_level.txt") or "").split():
-            found.setdefault(top, []).append(dist.metadata["Name"])
+            found.setdefault(top, []).append(dist)
     return found
 
 
@@ -42,8 +42,10 @@ def distribution_version(module_name: str) -> str:
     installed distributions' metadata.
     """
     top = module_name.split(".", 1)[0]
-    candidates = _declared_top_levels().get(top) or _distributions_by_package().get(top) or []
-    for dist in candidates:
+    declared = _declared_top_levels().get(top)
+    if declared:
+        return declared[0].version
+    for dist in _distributions_by_package().get(top) or []:
         try:
             return importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
