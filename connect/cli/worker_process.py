@@ -11,6 +11,7 @@ import sys
 import threading
 import uuid
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from connect.api.errors import ConfigException, ConnectException
 from connect.cli.exit import EXIT_RUNTIME, CliError, fail
@@ -40,12 +41,26 @@ def load_worker_config(path: str, config_cls: type) -> Any:  # a WorkerConfig su
 
 
 def rest_worker_id(config: Any) -> str:
-    """``host:port`` of the worker's REST API as other workers and users reach it (Kafka Connect's worker id)."""
-    listeners = config.get_list("listeners")
-    host = config.get("rest.advertised.host.name") or socket.gethostname()
+    """``host:port`` of the worker's REST API as other workers and users reach it (Kafka Connect's worker id).
+
+    As Kafka Connect builds its advertised URL: ``rest.advertised.host.name`` and ``rest.advertised.port``
+    when set, else the host and port of the first listener of the advertised protocol. Only a listener on
+    every interface has no host of its own to give, and advertises this machine's name; a listener on one
+    address advertises that address, which is the only one it can be reached at.
+    """
+    listeners = [urlsplit(str(item).strip()) for item in config.get_list("listeners") if str(item).strip()]
+    protocol = config.get("rest.advertised.listener")
+    chosen = next((lst for lst in listeners if lst.scheme == protocol), listeners[0] if listeners else None)
+    host = config.get("rest.advertised.host.name")
+    if not host:
+        listener_host = chosen.hostname if chosen is not None else None
+        if listener_host and listener_host not in ("0.0.0.0", "::"):
+            host = f"[{listener_host}]" if ":" in listener_host else listener_host
+        else:
+            host = socket.getfqdn() or socket.gethostname()
     port = config.get("rest.advertised.port")
-    if port is None and listeners:
-        port = listeners[0].rsplit(":", 1)[-1]
+    if port is None and chosen is not None:
+        port = chosen.port
     return f"{host}:{port}" if port else f"{host}:{uuid.uuid4().hex[:8]}"
 
 

@@ -54,7 +54,6 @@ class DistributedWorker:
             "key.converter": STRING,
             "value.converter": STRING,
             "listeners": f"http://127.0.0.1:{self.port}",
-            "rest.advertised.host.name": "127.0.0.1",
             "offset.flush.interval.ms": 1000,
             "session.timeout.ms": 6000,
             "heartbeat.interval.ms": 1000,

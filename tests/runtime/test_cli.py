@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 
 import pytest
 
@@ -87,9 +88,23 @@ def _config(**extra: str) -> StandaloneConfig:
 
 
 def test_worker_id_is_the_host_and_the_listener_port_or_the_advertised_ones():
-    assert _worker_id(_config(listeners="http://127.0.0.1:8083")).endswith(":8083")
+    # the listener's own address, not this machine's name: a worker on 127.0.0.1 is reached only there, and
+    # workers on different ports of one machine (or the same port of different hosts) get different ids
+    assert _worker_id(_config(listeners="http://127.0.0.1:8083")) == "127.0.0.1:8083"
+    assert _worker_id(_config(listeners="http://198.18.0.2:8083")) == "198.18.0.2:8083"
+    assert _worker_id(_config(listeners="http://[::1]:8083")) == "[::1]:8083"
+    assert _worker_id(_config(listeners="http://localhost:8084")) == "localhost:8084"
+    # the advertised protocol picks its listener
+    assert _worker_id(_config(listeners="http://127.0.0.1:8083,https://127.0.0.2:8443",
+                              rest_advertised_listener="https")) == "127.0.0.2:8443"
     assert _worker_id(_config(listeners="http://127.0.0.1:8083", rest_advertised_host_name="w1",
                               rest_advertised_port="9")) == "w1:9"
+
+
+def test_a_worker_on_every_interface_is_known_by_this_machines_name():
+    name = socket.getfqdn() or socket.gethostname()
+    assert _worker_id(_config(listeners="http://:8083")) == f"{name}:8083"
+    assert _worker_id(_config(listeners="http://0.0.0.0:8083")) == f"{name}:8083"
 
 
 def test_a_worker_without_listeners_gets_a_unique_id():
