@@ -250,6 +250,7 @@ def _task_families(tasks: tuple[TaskMetrics, ...]) -> Iterator[_Family]:
                 rows.append((labels, counters[key]))
         for key, rows in error_rows:
             rows.append((labels, counters.get(key, 0)))
+        # a topic resolved from a config provider arrives as "[hidden]" (metrics_snapshot.without_secrets)
         for (topic, partition), value in t.partition_lag.items():
             lag_rows.append(((*labels, topic, str(partition)), value))
         if "batches_completed" in t.counters:  # a Spark sink: its query's progress is in its counters

@@ -411,8 +411,9 @@ class StandaloneHerder(AbstractHerder):
     def connector_offsets(self, name: str) -> list[ConnectorOffset]:
         config = self._config(name)
         if self.connector_type_of(config) is ConnectorType.SINK:
-            return sink_offsets(self.worker.admin, name)
-        return source_offsets(self.worker.source_offset_stores(config), name)
+            return sink_offsets(self.worker.admin, name, self.worker.config_transformer.redact)
+        return source_offsets(self.worker.source_offset_stores(config), name,
+                              self.worker.config_transformer.redact)
 
     def _require_stopped(self, name: str) -> dict[str, str]:
         config = self._config(name)

@@ -49,6 +49,7 @@ from connect.runtime.metrics_snapshot import (
     TaskMetrics,
     TaskRestartInfo,
     WorkerMetrics,
+    without_secrets,
 )
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offset_topics import OffsetTopics
@@ -511,8 +512,11 @@ class Worker:
                 out_connectors.append(ConnectorMetrics(name, "", "unknown", "", st.state.value,
                                                        by_connector.get(name, {})))
         admin = self._admin.stats() if self._admin is not None else None
-        return WorkerMetrics(self.worker_id, tuple(out_connectors), tuple(out_tasks), dict(self.startup_counts),
-                             clients=client_metrics((admin,) if admin is not None else ()))
+        # a sink's topics may come from a config provider: labels show them as /topics does
+        return without_secrets(WorkerMetrics(self.worker_id, tuple(out_connectors), tuple(out_tasks),
+                                             dict(self.startup_counts),
+                                             clients=client_metrics((admin,) if admin is not None else ())),
+                               self.config_transformer.redact)
 
     def _sink_topics(self) -> set[str]:
         """The topics of the partitions this worker's sink tasks have committed offsets for."""

@@ -32,14 +32,14 @@ CONFIGS = REPO / "configs"
 T = TypeVar("T")
 
 
-def shipped_config(name: str, **changes: Any) -> dict[str, str]:
+def shipped_config(name: str, /, **changes: Any) -> dict[str, str]:
     """A file of ``configs/`` as a dict, with ``changes`` applied (keys spelt with dots)."""
     props = load_config_file(CONFIGS / name)
     props.update({k: str(v) for k, v in changes.items()})
     return props
 
 
-def connector_file(tmp: Path, shipped: str, **changes: Any) -> Path:
+def connector_file(tmp: Path, shipped: str, /, **changes: Any) -> Path:
     """A shipped connector config written to ``tmp`` with ``changes``; pass dotted keys as ``**{"a.b": v}``."""
     props = shipped_config(shipped, **changes)
     return write_properties(tmp / f"{props['name']}.properties", props)

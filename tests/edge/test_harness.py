@@ -28,3 +28,5 @@ def test_the_shipped_worker_config_changes_only_what_is_asked() -> None:
     props = shipped_config("connect-standalone.properties", listeners="http://127.0.0.1:1")
     assert props["listeners"] == "http://127.0.0.1:1"
     assert props["connector.allowed.paths"] == "."
+    # a connector's own keys, ``name`` included, are changes like any other
+    assert shipped_config("connect-http-source.properties", name="logs")["name"] == "logs"

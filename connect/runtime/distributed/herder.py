@@ -329,9 +329,10 @@ class DistributedHerder(AbstractHerder):
     def connector_offsets(self, name: str) -> list[ConnectorOffset]:
         config = self._config(name)
         if self.connector_type_of(config) is ConnectorType.SINK:
-            return sink_offsets(self.worker.admin, name)
+            return sink_offsets(self.worker.admin, name, self.worker.config_transformer.redact)
         self.cluster.refresh_offsets()
-        return source_offsets(self.worker.source_offset_stores(config), name)
+        return source_offsets(self.worker.source_offset_stores(config), name,
+                              self.worker.config_transformer.redact)
 
     def _require_stopped(self, name: str) -> dict[str, str]:
         self._require_leader()
