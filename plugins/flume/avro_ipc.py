@@ -3,6 +3,7 @@
 No sockets here: ``NettyFrameDecoder`` turns a connection's bytes into request frames, ``AvroSession`` turns
 one request into the events it carries (answering the handshake on a connection's first call), and
 ``AvroSession.reply`` / ``error_reply`` give the bytes of the answer, which ``encode_frame`` frames.
+``BufferBudget`` bounds the bytes that the decoders of all connections of one source hold together.
 
 The wire format, as Avro's Netty transport and IPC specification define it:
 
@@ -34,6 +35,8 @@ __all__ = [
     "AvroCallError",
     "AvroSession",
     "AvroRequest",
+    "BufferBudget",
+    "BufferBudgetExceeded",
     "FrameError",
     "KnownProtocols",
     "NettyFrameDecoder",
@@ -98,6 +101,10 @@ class FrameError(ValueError):
     """Bytes that are not a Netty frame (a negative or oversized length or buffer count); the connection is lost."""
 
 
+class BufferBudgetExceeded(FrameError):
+    """A frame that would take the bytes held by all connections of a source past their budget."""
+
+
 class AvroCallError(ValueError):
     """A request that cannot be served; answered with ``handshake`` (the answer to the request's handshake,
     if it had one) and an Avro system error carrying this text."""
@@ -112,60 +119,145 @@ def encode_frame(serial: int, payload: bytes) -> bytes:
     return _HEADER.pack(serial, 1) + _INT.pack(len(payload)) + payload
 
 
-class NettyFrameDecoder:
-    """Cuts a connection's byte stream into ``(serial, payload)`` frames, keeping partial frames between feeds."""
+class BufferBudget:
+    """The bytes of frames, unfinished or not yet answered, that the connections of one source may hold together.
 
-    def __init__(self, max_frame_bytes: int) -> None:
+    Not thread-safe: the connections of a source share one event loop."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, n: int) -> bool:
+        if self.used + n > self.limit:
+            return False
+        self.used += n
+        return True
+
+    def give(self, n: int) -> None:
+        self.used -= n
+
+
+class NettyFrameDecoder:
+    """Cuts a connection's byte stream into ``(serial, payload)`` frames, keeping a partial frame between feeds.
+
+    A frame's buffers are copied into its payload as their bytes arrive, so a connection holds about the bytes
+    it was sent, once. With a ``budget``, what the connection holds beyond ``free_bytes`` (its partial frame and
+    the frames handed out until ``release``) is charged to it; a feed that would take it past its limit raises
+    BufferBudgetExceeded before holding the bytes. ``close`` gives the charge back.
+    """
+
+    def __init__(self, max_frame_bytes: int, budget: BufferBudget | None = None, free_bytes: int = 0) -> None:
         self.max_frame_bytes = max_frame_bytes
-        self._buf = bytearray()
+        self._budget = budget
+        self._free = free_bytes
+        self._field = bytearray()  # the part received of a frame header or a buffer length
         self._serial: int | None = None
-        self._count = 0
-        self._parts: list[bytes] = []
-        self._size = 0
+        self._count = 0  # buffers of the current frame
+        self._lengths_read = 0  # of them
+        self._left = 0  # bytes still to come of the current buffer
+        self._payload = bytearray()
+        self._handed_out = 0  # bytes of frames returned by feed and not yet released
+        self._charged = 0
 
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
         """The frames completed by ``data``; raises FrameError on bytes that cannot be a frame."""
-        buf = self._buf
-        buf += data
         out: list[tuple[int, bytes]] = []
-        pos = 0
-        end = len(buf)
+        view = memoryview(data)
+        pos, end = 0, len(data)
         while True:
             if self._serial is None:
-                if end - pos < 8:
+                header, pos = self._read_field(view, pos, end, 8)
+                if header is None:
                     break
-                serial, count = _HEADER.unpack_from(buf, pos)
+                serial, count = _HEADER.unpack(header)
                 if count < 1 or count > self.max_frame_bytes // 4 + 1:
                     raise FrameError(f"frame {serial} claims {count} buffers: not a Flume Avro RPC frame "
                                      "(is the client using the avro source's compression-type and no TLS?)")
-                pos += 8
-                self._serial, self._count, self._parts, self._size = serial, count, [], 0
-            while len(self._parts) < self._count:
-                if end - pos < 4:
+                self._serial, self._count, self._lengths_read = serial, count, 0
+            elif self._left:
+                take = min(self._left, end - pos)
+                if not take:
                     break
-                (length,) = _INT.unpack_from(buf, pos)
-                if length < 0 or self._size + length > self.max_frame_bytes:
+                self._charge(take)
+                self._payload += view[pos:pos + take]
+                self._left -= take
+                pos += take
+            elif self._lengths_read < self._count:
+                field, pos = self._read_field(view, pos, end, 4)
+                if field is None:
+                    break
+                (length,) = _INT.unpack(field)
+                if length < 0 or len(self._payload) + length > self.max_frame_bytes:
                     raise FrameError(f"frame {self._serial} has a buffer of {length} bytes"
                                      + (f", more than max.frame.bytes={self.max_frame_bytes} in all" if length >= 0
                                         else ": a length cannot be negative"))
-                if end - pos - 4 < length:
-                    break
-                self._parts.append(bytes(buf[pos + 4:pos + 4 + length]))
-                self._size += length
-                pos += 4 + length
-            if len(self._parts) < self._count:
-                break
-            out.append((self._serial, self._parts[0] if self._count == 1 else b"".join(self._parts)))
-            self._serial = None
-            self._parts = []
-            self._size = 0
-        del buf[:pos]
+                self._left = length
+                self._lengths_read += 1
+            else:
+                payload = bytes(self._payload)
+                out.append((self._serial, payload))
+                self._serial = None
+                self._payload = bytearray()  # a fresh one: the last frame's capacity is not kept while idle
+                self._handed_out += len(payload)
         return out
+
+    def _read_field(self, view: memoryview, pos: int, end: int, size: int) -> tuple[bytes | None, int]:
+        """A fixed-size field that may span feeds: its bytes once complete, and the position after them."""
+        need = size - len(self._field)
+        if not self._field and end - pos >= size:
+            return bytes(view[pos:pos + size]), pos + size
+        self._field += view[pos:pos + need]
+        pos = min(end, pos + need)
+        if len(self._field) < size:
+            return None, pos
+        field = bytes(self._field)
+        self._field.clear()
+        return field, pos
+
+    def _charge(self, more: int) -> None:
+        """Charge the budget for holding ``more`` bytes (beyond the free ones), before they are held."""
+        budget = self._budget
+        if budget is None:
+            return
+        want = max(0, len(self._payload) + self._handed_out + more - self._free)
+        if want > self._charged:
+            if not budget.take(want - self._charged):
+                raise BufferBudgetExceeded(
+                    f"frame {self._serial} would take the bytes held by the source's connections past "
+                    f"max.buffered.bytes={budget.limit} (this one holds {len(self._payload)} bytes, the others "
+                    f"{budget.used - self._charged} beyond their first {self._free})")
+            self._charged = want
+
+    def _settle(self) -> None:
+        want = max(0, len(self._payload) + self._handed_out - self._free)
+        if self._budget is not None and want < self._charged:
+            self._budget.give(self._charged - want)
+            self._charged = want
+
+    def release(self, n: int) -> None:
+        """A frame of ``n`` bytes returned by ``feed`` is answered: its bytes no longer count."""
+        self._handed_out = max(0, self._handed_out - n)
+        self._settle()
+
+    def close(self) -> None:
+        """The connection is gone: drop what it held and give back its charge."""
+        self._payload = bytearray()
+        self._field.clear()
+        self._handed_out = 0
+        if self._budget is not None:
+            self._budget.give(self._charged)
+        self._charged = 0
 
     @property
     def pending(self) -> int:
         """Bytes held of a frame not yet complete."""
-        return len(self._buf) + self._size
+        return len(self._field) + len(self._payload)
+
+    @property
+    def in_frame(self) -> bool:
+        """Whether a frame has begun and not ended (its header may have come without any of its bytes yet)."""
+        return self._serial is not None or bool(self._field)
 
 
 # --- protocol compatibility ------------------------------------------------------------------------------------------

@@ -5,7 +5,12 @@ reason. Flume's own Java clients are in tests/e2e/test_flume_clients.py."""
 from __future__ import annotations
 
 import hashlib
+import io
+import socket
 import threading
+import time
+import tracemalloc
+import zlib
 
 import pytest
 
@@ -15,6 +20,7 @@ from plugins.flume.avro_source import FlumeAvroSourceTask
 from tests.flume_support import (
     AvroClient,
     call,
+    deflate_bomb,
     frame,
     handshake,
     other_protocol,
@@ -248,3 +254,143 @@ def test_protocol_shape_ignores_docs_and_spelling_of_names():
                      "appendBatch": {"request": [{"name": "events", "type": {"type": "array",
                                                                              "items": "AvroFlumeEvent"}}],
                                      "response": "Status"}}})
+
+
+# --- bounds against hostile clients (issue #35) ----------------------------------------------------------------------
+
+def _peer_of(client: AvroClient) -> str:
+    host, port = client.sock.getsockname()[:2]
+    return f"{host}:{port}"
+
+
+def _closed_within(client: AvroClient, seconds: float) -> bool:
+    client.sock.settimeout(seconds)
+    try:
+        return client.closed()
+    except TimeoutError:
+        return False
+    finally:
+        client.sock.settimeout(10)
+
+
+def test_a_deflate_bomb_is_refused_after_inflating_at_most_the_frame_limit(source, caplog):
+    """65 KB on the wire claiming a 64 MiB frame: inflated step by step, and the connection closed once the frame
+    passes max.frame.bytes, never inflated whole."""
+    task, _, port = source(**{"compression.type": "deflate", "max.frame.bytes": str(8 << 20)})
+    bomb = deflate_bomb(64 << 20)
+    client = AvroClient(port)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        client.write(bomb)  # already deflated: sent as it is
+        wait_until(client.closed, 20, what="the bomb's connection closed")
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+        client.close()
+    assert len(bomb) < 80_000
+    assert peak < 24 << 20, f"the source held {peak >> 20} MiB for a frame limited to 8 MiB"
+    assert "more than max.frame.bytes=8388608" in caplog.text
+    assert "refused_connections_bad_frames=1" in task.counters.text()
+
+
+def test_frames_past_the_sources_buffer_budget_close_that_connection_only(source, caplog):
+    task, _, port = source(**{"max.buffered.bytes": str(1 << 20), "max.frame.bytes": str(1 << 20)})
+    big = frame(1, handshake() + call("appendBatch", [{"headers": {}, "body": b"a" * (800 << 10)}]), split=8192)
+    first, second, small = AvroClient(port), AvroClient(port), AvroClient(port)
+    refused = _peer_of(second)
+    try:
+        first.write(big[:600 << 10])
+        wait_until(lambda: task.buffer_budget.used >= 500 << 10, 10, what="the first frame buffered")
+        # a small call is served while large frames hold most of the budget
+        assert small.append_batch(EVENTS, first=True) == (False, "OK")
+        second.write(big[:600 << 10])
+        wait_until(second.closed, 10, what="the connection past the budget closed")
+        first.write(big[600 << 10:])
+        first.serial = 1
+        answer = io.BytesIO(first.answer())
+        assert read_handshake_response(answer)["match"] == "BOTH"
+        assert read_call_response(answer) == (False, "OK")
+        assert small.append_batch(EVENTS) == (False, "OK")
+        wait_until(lambda: task.buffer_budget.used == 0, 10, what="the budget given back")
+    finally:
+        for client in (first, second, small):
+            client.close()
+    assert f"closed the connection from {refused}: frame 1 would take the bytes held" in caplog.text
+    assert "max.buffered.bytes=1048576" in caplog.text
+    assert "refused_connections_over_budget=1" in task.counters.text()
+
+
+def test_a_frame_that_stops_half_way_or_trickles_is_cut_off_after_frame_timeout(source, caplog):
+    task, _, port = source(**{"frame.timeout.ms": "500"})
+    data = frame(1, handshake() + call("appendBatch", EVENTS * 200))
+    stalled, trickling, normal = AvroClient(port), AvroClient(port), AvroClient(port)
+    peers = (_peer_of(stalled), _peer_of(trickling))
+    try:
+        started = time.monotonic()
+        stalled.write(data[:len(data) // 2])
+        sent = 0
+        while not _closed_within(trickling, 0.1):  # one byte each 0.1 s: never idle, never done
+            assert time.monotonic() - started < 8, "the trickling frame was not cut off"
+            trickling.write(data[sent:sent + 1])
+            sent += 1
+        wait_until(stalled.closed, 10, what="the stalled frame's connection closed")
+        took = time.monotonic() - started
+        assert 0.45 <= took < 8
+        assert normal.append_batch(EVENTS, first=True) == (False, "OK")
+    finally:
+        for client in (stalled, trickling, normal):
+            client.close()
+    # the second line may be folded into the rate-limited log's next one; the counter has both
+    assert any(f"closed the connection from {peer}: its request did not complete within frame.timeout.ms=500"
+               in caplog.text for peer in peers)
+    assert "timed_out_frames=2" in task.counters.text()
+
+
+def test_an_idle_deflate_connection_holds_little(source):
+    """What a source keeps per idle connection (its inflater, answer deflater, decoder, session)."""
+    _, _, port = source(**{"compression.type": "deflate"})
+    z = zlib.compressobj()
+    ping = z.compress(frame(1, handshake() + b"\x00\x00")) + z.flush(zlib.Z_SYNC_FLUSH)
+    held = [tracemalloc.Filter(True, "*/plugins/flume/*"), tracemalloc.Filter(True, "*/plugins/ingest/*")]
+    sockets: list[socket.socket] = []
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot().filter_traces(held)
+        for _ in range(50):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            sockets.append(s)
+            s.sendall(ping)
+            assert s.recv(1 << 16)  # answered: the connection's inflater and deflater are in use
+        after = tracemalloc.take_snapshot().filter_traces(held)
+    finally:
+        tracemalloc.stop()
+        for s in sockets:
+            s.close()
+    per_connection = sum(stat.size_diff for stat in after.compare_to(before, "filename")) / len(sockets)
+    assert per_connection < 64 << 10, f"{per_connection / 1024:.0f} KiB per idle connection"
+
+
+def test_a_frame_limit_above_the_buffer_budget_is_a_config_error():
+    from plugins.flume.avro_source import FlumeAvroSourceConnector
+
+    values = FlumeAvroSourceConnector().validate({
+        "name": "flume-in", "topic": "flume", "max.frame.bytes": str(64 << 20), "max.buffered.bytes": str(32 << 20)})
+    assert any("max.frame.bytes=67108864" in e for e in values["max.buffered.bytes"].errors)
+
+
+def test_frame_decoder_charges_a_shared_budget_beyond_its_free_bytes_and_gives_it_back():
+    budget = ipc.BufferBudget(100_000)
+    one = ipc.NettyFrameDecoder(1 << 20, budget, free_bytes=10_000)
+    two = ipc.NettyFrameDecoder(1 << 20, budget, free_bytes=10_000)
+    data = frame(7, b"a" * 100_000)  # one buffer: 12 bytes of header and length, then the payload
+    assert one.feed(data[:50_012]) == [] and one.pending == 50_000
+    assert budget.used == 40_000
+    with pytest.raises(ipc.BufferBudgetExceeded, match="max.buffered.bytes=100000"):
+        two.feed(data[:80_012])
+    two.close()
+    assert budget.used == 40_000
+    assert one.feed(data[50_012:]) == [(7, b"a" * 100_000)]
+    assert budget.used == 90_000  # the frame stays charged until it is answered
+    one.release(100_000)
+    assert budget.used == 0 and one.pending == 0
