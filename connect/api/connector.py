@@ -330,7 +330,7 @@ class SourceTask(Task):
     def commit_batch(self, batch: SourceRecordBatch) -> None:  # optional hook
         """Every record of ``batch``, a SourceRecordBatch this task's ``poll`` returned, is done with: each
         was acknowledged by the log, or dropped by a transform or filter, or skipped after a failure that
-        ``errors.tolerance`` tolerates.
+        ``errors.tolerance`` tolerates, or refused for its size (``refuse_record``, called before).
 
         Called exactly once per polled batch that is not empty, with the very object ``poll`` returned,
         once its last record is done, however the runtime sent it (in bulk, or record by record when
@@ -340,6 +340,18 @@ class SourceTask(Task):
         thread-safe. Acknowledged means what ``commit_record`` means: on the embedded log, written to the
         segment file (which survives ``kill -9``); on Kafka, acknowledged as the producer's ``acks`` say.
         A task overriding both hooks gets both calls.
+        """
+
+    def refuse_record(self, polled: Sequence[SourceRecord], index: int, reason: str) -> None:  # optional hook
+        """Record ``index`` of ``polled`` (the very list or SourceRecordBatch this task's ``poll`` returned) will
+        not be written: converted, it is larger than the log takes one record (``reason`` says how large and
+        the limit). Called on the task's thread before the rest of ``polled`` is sent.
+
+        A task that overrides this tells its sender (or counts the refusal) and keeps running whatever
+        ``errors.tolerance`` says: the record is counted as failed, logged and sent to the dead-letter queue
+        if one is set, and counts as done for ``commit_batch``; ``commit_record`` is not called for it. A
+        task that does not override it is handled as for a failed conversion: with ``errors.tolerance=none``
+        it fails (as Kafka Connect's does on a RecordTooLargeException), with ``all`` the record is skipped.
         """
 
 
@@ -461,6 +473,11 @@ class StreamingSinkTaskContext(abc.ABC):
     @abc.abstractmethod
     def dead_letter_queue(self) -> DeadLetterQueue | None:
         """The connector's dead-letter topic, or None when ``errors.deadletterqueue.topic.name`` is not set."""
+
+    def worker_settings(self, prefix: str) -> Mapping[str, str]:
+        """The worker config's settings under ``prefix`` (kept in the keys) for the engine the task runs, such
+        as the operator's ``spark.*`` settings: they may hold what a connector config is not allowed to."""
+        return {}
 
     def connector_name(self) -> str:
         return str(self.configs().get("name", ""))

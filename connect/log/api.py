@@ -39,6 +39,7 @@ __all__ = [
     "NewTopic",
     "Producer",
     "RebalanceListener",
+    "RecordLimit",
     "RecordMetadata",
     "RecordRange",
     "TopicDescription",
@@ -46,6 +47,7 @@ __all__ = [
     "UnknownTopicError",
     "TopicPartition",
     "read_committed_of",
+    "record_bytes",
 ]
 
 Headers = tuple[tuple[str, bytes | None], ...]
@@ -262,6 +264,34 @@ class RebalanceListener(abc.ABC):
         self.on_partitions_revoked(partitions)
 
 
+# What record_bytes counts for each header beyond its name and value: its framing in either backend's format
+HEADER_FRAMING_BYTES = 10
+
+
+def record_bytes(key: bytes | None, value: bytes | None, headers: Headers | None = None) -> int:
+    """The bytes of one record that a ``RecordLimit`` bounds: its key, its value, and each header's name (UTF-8),
+    value and framing."""
+    size = (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+    for name, data in headers or ():
+        size += len(name.encode("utf-8")) + (len(data) if data is not None else 0) + HEADER_FRAMING_BYTES
+    return size
+
+
+@attrs.frozen
+class RecordLimit:
+    """The largest record a producer can write to a topic: a record whose ``record_bytes`` plus ``overhead`` (what
+    a batch of that one record adds in the log's format) is above ``max_bytes`` is refused by the log, whole."""
+
+    max_bytes: int
+    overhead: int
+    setting: str  # the setting that makes it, for messages: "max.request.size", "max.message.bytes of topic t"
+
+    @property
+    def max_record_bytes(self) -> int:
+        """The most ``record_bytes`` a record may have."""
+        return self.max_bytes - self.overhead
+
+
 class Producer(abc.ABC):
     """Asynchronous, batching producer. ``send`` may buffer; ``flush`` waits for acks.
 
@@ -316,6 +346,12 @@ class Producer(abc.ABC):
 
     def stats(self) -> ClientStats | None:
         """This producer's traffic so far; None while it has none to report."""
+        return None
+
+    def record_limit(self, topic: str) -> RecordLimit | None:
+        """The largest record this producer can write to ``topic`` (which exists), as far as it knows; None when
+        it knows none. Callers check records against it before sending, because a record above it fails its
+        whole send."""
         return None
 
     # -- transactions -----------------------------------------------------------------------------

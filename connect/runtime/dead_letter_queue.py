@@ -41,7 +41,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from connect.api.errors import ConnectException
-from connect.log.api import Producer
+from connect.log.api import LogError, Producer, record_bytes
 from connect.runtime.error_handler import ErrorMetrics, Failure
 
 __all__ = ["ERROR_HEADER_PREFIX", "DeadLetterQueueReporter", "source_record_document"]
@@ -63,19 +63,34 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def source_record_document(record: Any) -> bytes:
-    """The DLQ value for a failed source record: a JSON document of the record as it was polled."""
-    headers = [{"key": h.key, "value": _text(h.value)} for h in record.headers] if record.has_headers() else []
+def source_record_document(record: Any, max_text: int | None = None) -> bytes:
+    """The DLQ value for a failed source record: a JSON document of the record as it was polled.
+
+    ``max_text`` cuts the key, the value and each header value to that many characters, and marks the
+    document ``"truncated": true`` if any was cut: a record refused for its size must fit the DLQ topic."""
+    cut = False
+
+    def text(value: Any) -> str | None:
+        nonlocal cut
+        out = _text(value)
+        if max_text is not None and out is not None and len(out) > max_text:
+            cut = True
+            return out[:max_text]
+        return out
+
+    headers = [{"key": h.key, "value": text(h.value)} for h in record.headers] if record.has_headers() else []
     doc = {
         "topic": record.topic,
         "kafka_partition": record.kafka_partition,
         "source_partition": record.source_partition,
         "source_offset": record.source_offset,
         "timestamp": record.timestamp,
-        "key": _text(record.key),
-        "value": _text(record.value),
+        "key": text(record.key),
+        "value": text(record.value),
         "headers": headers,
     }
+    if cut:
+        doc["truncated"] = True
     return json.dumps(doc, ensure_ascii=False, default=str).encode("utf-8")
 
 
@@ -110,6 +125,7 @@ class DeadLetterQueueReporter:
         self.context_headers = context_headers
         self.metrics = metrics
         self._failed: BaseException | None = None
+        self._room: int | None = None  # record_limit of the DLQ topic, less its overhead; -1: none known
 
     def report(self, failure: Failure, key: bytes | None, value: bytes | None,
                headers: tuple[tuple[str, bytes | None], ...], want_future: bool = False) -> Future[None] | None:
@@ -126,8 +142,29 @@ class DeadLetterQueueReporter:
         return future
 
     def report_source(self, failure: Failure) -> None:
-        """A failed source record: its JSON document as the value (see the module docstring)."""
-        self.report(failure, None, source_record_document(failure.source_record), ())
+        """A failed source record: its JSON document as the value (see the module docstring), its texts cut
+        when the whole would be larger than the DLQ topic takes (a record refused for its size, say)."""
+        document = source_record_document(failure.source_record)
+        headers = self._context_headers(failure) if self.context_headers else ()
+        room = self._record_room()
+        if room is not None:
+            room -= record_bytes(None, None, headers)
+            # a character is at most 6 bytes of this JSON (a control character's \uXXXX): halve until it fits
+            max_text = max(room // 6, 0)
+            while len(document) > room and max_text > 0:
+                document = source_record_document(failure.source_record, max_text)
+                max_text //= 2
+        self.report(failure, None, document, ())
+
+    def _record_room(self) -> int | None:
+        """The most ``record_bytes`` a DLQ record may have, once known."""
+        if self._room is None:
+            try:
+                limit = self.producer.record_limit(self.topic)
+            except LogError:
+                return None
+            self._room = limit.max_record_bytes if limit is not None else -1
+        return self._room if self._room >= 0 else None
 
     def _context_headers(self, failure: Failure) -> tuple[tuple[str, bytes | None], ...]:
         err = failure.error

@@ -183,6 +183,15 @@ class ErrorHandler:
             future.set_result(None)
         return future
 
+    def refused(self, failure: Failure) -> None:
+        """A source record refused to its sender (see ``SourceTask.refuse_record``): counted, logged and
+        dead-lettered as a tolerated failure, whatever ``errors.tolerance`` says, since the task goes on."""
+        self.metrics.records_failed += 1
+        self._log(failure)
+        if self.dlq is not None and failure.source_record is not None:
+            self.dlq.report_source(failure)
+        self.metrics.records_skipped += 1
+
     def _log(self, failure: Failure) -> None:
         if not self.log_enabled:
             return

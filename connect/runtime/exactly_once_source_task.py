@@ -193,15 +193,17 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             for i, record in enumerate(records):
                 wanted = requests.get(id(record))
                 if wanted is not None and wanted[0] is record:
-                    self._send_part(records[start:i + 1], ack)
+                    self._send_part(records[start:i + 1], ack, records, start)
                     self._end_transaction(wanted[1])
                     start = i + 1
         if start < len(records):
-            self._send_part(records[start:] if start else records, ack)
+            self._send_part(records[start:] if start else records, ack, records, start)
 
-    def _send_part(self, records: Sequence[SourceRecord], ack: Any = None) -> None:
+    def _send_part(self, records: Sequence[SourceRecord], ack: Any = None,
+                   polled: Sequence[SourceRecord] | None = None, first: int = 0) -> None:
+        """``records`` are ``polled[first:]`` (and on) of what the task's ``poll`` returned."""
         self._begin()
-        self._send(records, ack)
+        self._send(records, ack, polled, first)
         self._open_records += len(records)
 
     def _maybe_end_transaction(self) -> None:

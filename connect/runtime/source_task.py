@@ -20,16 +20,24 @@ from typing import Any
 from connect.api.connector import OffsetStorageReader, RecordMetadata, SourceTask, SourceTaskContext
 from connect.api.errors import ConnectException, RetriableException
 from connect.api.records import SourceRecord, SourceRecordBatch
-from connect.log.api import Admin, BatchDeliveryCallback, ClientStats, LogError, Producer
+from connect.log.api import (
+    Admin,
+    BatchDeliveryCallback,
+    ClientStats,
+    LogError,
+    Producer,
+    RecordLimit,
+    record_bytes,
+)
 from connect.runtime.connector_config import SourceConnectorConfig
 from connect.runtime.control_priority import CONTROL_PRIORITY
-from connect.runtime.error_handler import Stage
+from connect.runtime.error_handler import Failure, Stage
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.offsets import OffsetStore, offset_key
 from connect.runtime.topic_creation import TopicCreation
 from connect.runtime.worker_task import WorkerTask
 
-__all__ = ["WorkerSourceTask", "wants_acknowledgements"]
+__all__ = ["RecordTooLargeError", "WorkerSourceTask", "wants_acknowledgements"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +47,10 @@ def wants_acknowledgements(task: SourceTask) -> bool:
     producer must then report successful deliveries too, not only failures."""
     kind = type(task)
     return kind.commit_record is not SourceTask.commit_record or kind.commit_batch is not SourceTask.commit_batch
+
+
+class RecordTooLargeError(ConnectException):
+    """A converted source record larger than the log takes one record (Kafka's RecordTooLargeException)."""
 
 
 class _BatchAck:
@@ -115,6 +127,9 @@ class WorkerSourceTask(WorkerTask):
         self._known_topics: set[str] = set()
         self._commit_record_hook = type(task).commit_record is not SourceTask.commit_record
         self._commit_batch_hook = type(task).commit_batch is not SourceTask.commit_batch
+        self._refuse_hook = type(task).refuse_record is not SourceTask.refuse_record
+        # per topic sent to: the largest record the log takes (None: no limit known), found as the topic is
+        self._record_limits: dict[str, RecordLimit | None] = {}
         self._task_stop_lock = threading.Lock()
         self._task_stopped = False
         self.records_polled = 0
@@ -157,7 +172,7 @@ class WorkerSourceTask(WorkerTask):
             return True  # paused while polling: the batch is held until resumed
         if self._held:
             CONTROL_PRIORITY.yield_to_control()
-            self._send(self._held)
+            self._send(self._held, polled=self._held)
         self._held = None
         self.producer.poll(0)
         if self._send_error is not None:
@@ -217,20 +232,25 @@ class WorkerSourceTask(WorkerTask):
             return _BatchAck(records, self)
         return None
 
-    def _send(self, records: Sequence[SourceRecord], ack: _BatchAck | None = None) -> None:
+    def _send(self, records: Sequence[SourceRecord], ack: _BatchAck | None = None,
+              polled: Sequence[SourceRecord] | None = None, first: int = 0) -> None:
         """Send polled records; ``ack`` counts them for ``commit_batch`` (made here for a whole polled batch,
-        passed in when the records are a part of one)."""
+        passed in when the records are a part of one). ``records`` are ``polled[first:]`` (and on) of what
+        ``poll`` returned, which a refused record is reported against."""
         if ack is None:
             ack = self.batch_ack(records)
+        if polled is None:
+            polled = records
         if self.chain is None and not self._commit_record_hook:
             if isinstance(records, SourceRecordBatch):
-                if self._send_columns(records, ack):
+                if self._send_columns(records, ack, polled, first):
                     return
-            elif ack is None and self._send_uniform(records):
+            elif ack is None and self._send_uniform(records, polled, first):
                 return
-        self._send_each(records, ack)
+        self._send_each(records, ack, polled, first)
 
-    def _send_columns(self, batch: SourceRecordBatch, ack: _BatchAck | None = None) -> bool:
+    def _send_columns(self, batch: SourceRecordBatch, ack: _BatchAck | None = None,
+                      polled: Sequence[SourceRecord] | None = None, first: int = 0) -> bool:
         """A SourceRecordBatch sent without making its records."""
         stamps = batch.timestamps
         if stamps is not None:
@@ -245,7 +265,8 @@ class WorkerSourceTask(WorkerTask):
             except Exception:  # the general path converts again, with error handling
                 return False
         return self._send_bulk(batch.topic, batch.value_schema, batch.values, timestamps, batch.source_partition,
-                               batch.last_offset, ack, batch.keys, batch.key_schema, headers)
+                               batch.last_offset, ack, batch.keys, batch.key_schema, headers,
+                               batch if polled is None else polled, first)
 
     def _convert_batch_headers(self, batch: SourceRecordBatch) -> list[tuple[tuple[str, bytes | None], ...]]:
         """The wire headers of every record of ``batch``: the shared ones converted once, the columns per value."""
@@ -259,10 +280,11 @@ class WorkerSourceTask(WorkerTask):
             return [(*shared, pair) for pair in columns[0]]
         return [shared + pairs for pairs in zip(*columns, strict=True)]
 
-    def _send_uniform(self, records: Sequence[SourceRecord]) -> bool:
+    def _send_uniform(self, records: Sequence[SourceRecord], polled: Sequence[SourceRecord] | None = None,
+                      first: int = 0) -> bool:
         """The common list (one topic, source partition and value schema; no keys, headers or partitions)."""
-        first = records[0]
-        topic, partition, schema = first.topic, first.source_partition, first.value_schema
+        head = records[0]
+        topic, partition, schema = head.topic, head.source_partition, head.value_schema
         for r in records:
             if (r.topic != topic or r.key is not None or r.key_schema is not None or r.kafka_partition is not None
                     or r._headers or r.source_partition is not partition or r.value_schema is not schema):
@@ -270,14 +292,15 @@ class WorkerSourceTask(WorkerTask):
         # one source partition: its last offset covers the batch
         last = next((r.source_offset for r in reversed(records) if r.source_offset is not None), None)
         return self._send_bulk(topic, schema, [r.value for r in records], _timestamps([r.timestamp for r in records]),
-                               partition, last)
+                               partition, last, polled=records if polled is None else polled, first=first)
 
     def _send_bulk(self, topic: str, schema: Any, values: Sequence[Any], timestamps: list[int] | None,
                    partition: Mapping[str, Any] | None, last_offset: Mapping[str, Any] | None,
                    ack: _BatchAck | None = None, keys: Sequence[Any] | None = None, key_schema: Any = None,
-                   headers: list[tuple[tuple[str, bytes | None], ...]] | None = None) -> bool:
+                   headers: list[tuple[tuple[str, bytes | None], ...]] | None = None,
+                   polled: Sequence[SourceRecord] = (), first: int = 0) -> bool:
         """Values of one schema (with their keys of one schema and their converted headers, if any),
-        converted and sent in a few bulk steps.
+        converted and sent in a few bulk steps; ``polled[first + i]`` is the record of value ``i``.
 
         Returns False, having done nothing, when a conversion fails: the general path then converts
         record by record, with error handling.
@@ -294,24 +317,43 @@ class WorkerSourceTask(WorkerTask):
             return False
         if topic not in self._known_topics:
             self._ensure_topic(topic)
-        if ack is None:
-            self.producer.send_batch(topic, None, converted, converted_keys, timestamps, headers)
-        else:
-            self.producer.send_batch(topic, None, converted, converted_keys, timestamps, headers,
-                                     on_delivery=ack.delivered(len(converted)))
+        limit = self._record_limits.get(topic)
+        if limit is not None:
+            oversized = _oversized(limit.max_record_bytes, converted, converted_keys, headers)
+            if oversized:
+                for i, size in oversized:
+                    self._refuse(polled, first + i, None, size, limit, topic)
+                if ack is not None:
+                    ack.done(len(oversized))
+                gone = {i for i, _ in oversized}
+                converted = [v for i, v in enumerate(converted) if i not in gone]
+                if converted_keys is not None:
+                    converted_keys = [k for i, k in enumerate(converted_keys) if i not in gone]
+                if timestamps is not None:
+                    timestamps = [t for i, t in enumerate(timestamps) if i not in gone]
+                if headers is not None:
+                    headers = [h for i, h in enumerate(headers) if i not in gone]
+        if converted:
+            if ack is None:
+                self.producer.send_batch(topic, None, converted, converted_keys, timestamps, headers)
+            else:
+                self.producer.send_batch(topic, None, converted, converted_keys, timestamps, headers,
+                                         on_delivery=ack.delivered(len(converted)))
         with self._pending_lock:
             self._mark_offset(partition, last_offset)
         self.records_sent += len(converted)
         return True
 
-    def _send_each(self, records: Sequence[SourceRecord], ack: _BatchAck | None = None) -> None:
+    def _send_each(self, records: Sequence[SourceRecord], ack: _BatchAck | None = None,
+                   polled: Sequence[SourceRecord] | None = None, first: int = 0) -> None:
         chain = self.chain
         key_conv = self.converters.key.from_connect_data
         value_conv = self.converters.value.from_connect_data
+        limits = self._record_limits
         processed: list[SourceRecord] = []  # marked once sent: a concurrent commit flushes only what was sent
         mark = processed.append
         staged: list[tuple[SourceRecord, SourceRecord, bytes | None, bytes | None, Any]] = []
-        for record in records:
+        for index, record in enumerate(records, first):
             stage = Stage.TRANSFORMATION
             try:
                 out = chain.apply(record) if chain is not None else record
@@ -341,6 +383,17 @@ class WorkerSourceTask(WorkerTask):
                 if ack is not None:
                     ack.done()
                 continue
+            if out.topic not in self._known_topics:
+                self._ensure_topic(out.topic)
+            limit = limits.get(out.topic)
+            if limit is not None:
+                size = record_bytes(key, value, headers)
+                if size > limit.max_record_bytes:
+                    mark(record)
+                    self._refuse(records if polled is None else polled, index, record, size, limit, out.topic)
+                    if ack is not None:
+                        ack.done()
+                    continue
             staged.append((record, out, key, value, headers))
         if staged:
             self._dispatch(staged, ack)
@@ -371,6 +424,33 @@ class WorkerSourceTask(WorkerTask):
         for record, out, key, value, headers in staged:
             callback = self._callback_for(record, ack) if self._commit_record_hook or ack is not None else None
             send(out.topic, value, key, out.kafka_partition, out.timestamp, headers, callback)
+
+    def _refuse(self, polled: Sequence[SourceRecord], index: int, record: SourceRecord | None, size: int,
+                limit: RecordLimit, topic: str) -> None:
+        """Record ``index`` of ``polled`` converted to ``size`` bytes, more than ``limit``: it is not sent.
+
+        A task with the ``refuse_record`` hook is told and goes on; any other is handled as a failed record
+        (``errors.tolerance``; under ``none`` this raises and the task fails, as Kafka Connect's does).
+        Offsets and ``commit_batch`` counts are the caller's.
+        """
+        if record is None:
+            record = polled[index]
+        reason = (f"converted, its record is {size + limit.overhead} bytes, more than the {limit.max_bytes}-byte "
+                  f"limit of the log ({limit.setting})")
+        log.warning("%s Refused record %d of a polled batch for topic %s: %s", self, index, topic, reason)
+        failure = Failure(Stage.KAFKA_PRODUCE, type(self.producer).__qualname__,
+                          RecordTooLargeError(f"Record {index} of a polled batch for topic {topic}: {reason}"),
+                          source_record=record)
+        if not self._refuse_hook:
+            self.errors.tolerate_or_raise(failure)
+            if self._commit_record_hook:
+                self.task.commit_record(record, None)
+            return
+        try:
+            self.task.refuse_record(polled, index, reason)
+        except Exception:  # as for commit_batch: the task's bug must not stop the other records
+            log.exception("%s Exception thrown while calling task.refuse_record()", self)
+        self.errors.refused(failure)
 
     def _convert(self, record: SourceRecord) -> tuple[Any, bytes | None, bytes | None, Any] | None:
         out = self.chain.apply(record) if self.chain is not None else record
@@ -417,15 +497,36 @@ class WorkerSourceTask(WorkerTask):
     def _ensure_topic(self, topic: str) -> None:
         self._known_topics.add(topic)
         self.status.add_topic(self.id.connector, topic)
-        if self.topic_creation is None or self.admin is None:
-            return
-        new = self.topic_creation.new_topic(topic)
+        if self.topic_creation is not None and self.admin is not None:
+            new = self.topic_creation.new_topic(topic)
+            try:
+                self.admin.create_topic(new, exist_ok=True)
+                log.info("%s Ensured topic '%s' exists (partitions=%d, replication.factor=%d)", self, topic,
+                         new.partitions, new.replication_factor)
+            except LogError as exc:
+                raise ConnectException(f"Could not create topic {topic}: {exc}") from exc
+        self._record_limits[topic] = self._record_limit(topic)
+
+    def _record_limit(self, topic: str) -> RecordLimit | None:
+        """The stricter of the producer's limit and the topic's ``max.message.bytes`` (on Kafka only the
+        admin client knows it); None when neither is known (the log then refuses what it must, and the task
+        fails on it)."""
         try:
-            self.admin.create_topic(new, exist_ok=True)
-            log.info("%s Ensured topic '%s' exists (partitions=%d, replication.factor=%d)", self, topic, new.partitions,
-                     new.replication_factor)
-        except LogError as exc:
-            raise ConnectException(f"Could not create topic {topic}: {exc}") from exc
+            limit = self.producer.record_limit(topic)
+        except LogError:  # the send finds out, with the log's own error
+            limit = None
+        if self.admin is None:
+            return limit
+        try:
+            configured = self.admin.describe_topic(topic).configs.get("max.message.bytes")
+            topic_max = int(configured) if configured is not None else None
+        except (LogError, ValueError) as exc:
+            log.debug("%s Could not read max.message.bytes of topic %s: %s", self, topic, exc)
+            return limit
+        if topic_max is None or (limit is not None and topic_max >= limit.max_bytes):
+            return limit
+        overhead = limit.overhead if limit is not None else _RECORD_BATCH_OVERHEAD
+        return RecordLimit(topic_max, overhead, f"max.message.bytes of topic {topic}")
 
     # --- offsets ----------------------------------------------------------------------------------------
     def commit_offsets(self) -> bool:
@@ -483,6 +584,46 @@ class WorkerSourceTask(WorkerTask):
             with self._pending_lock:
                 for key, value in snapshot.items():
                     self._pending.setdefault(key, value)
+
+
+# What a batch of one record adds to its bytes, at most, in the formats of the logs this runtime knows
+_RECORD_BATCH_OVERHEAD = 100
+
+
+def _longest(column: Sequence[bytes | None]) -> int:
+    try:
+        return max(map(len, column), default=0)  # type: ignore[arg-type]  # a None makes it raise
+    except TypeError:
+        return max((len(v) for v in column if v is not None), default=0)
+
+
+def _oversized(max_bytes: int, values: Sequence[bytes | None], keys: Sequence[bytes | None] | None,
+               headers: Sequence[tuple[tuple[str, bytes | None], ...]] | None) -> list[tuple[int, int]]:
+    """(index, record_bytes) of each record above ``max_bytes``: none after a few passes in C when even the
+    longest value, key and headers together are within it, as they are unless a record is near the limit."""
+    largest = _longest(values) + (_longest(keys) if keys is not None else 0)
+    header_sizes: list[int] | None = None
+    if headers:
+        shared = headers[0]
+        if headers.count(shared) == len(headers):  # a batch's shared headers: one tuple repeated
+            header_sizes = [record_bytes(None, None, shared)] * len(headers)
+        else:  # each distinct tuple measured once
+            distinct = dict(zip(map(id, headers), headers, strict=True))
+            size_of = {key: record_bytes(None, None, h) for key, h in distinct.items()}
+            header_sizes = [size_of[id(h)] for h in headers]
+        largest += max(header_sizes)
+    if largest <= max_bytes:
+        return []
+    out = []
+    for i, value in enumerate(values):
+        size = len(value) if value is not None else 0
+        if keys is not None and keys[i] is not None:
+            size += len(keys[i])  # type: ignore[arg-type]
+        if header_sizes is not None:
+            size += header_sizes[i]
+        if size > max_bytes:
+            out.append((i, size))
+    return out
 
 
 def _timestamps(stamps: list[int | None]) -> list[int] | None:

@@ -13,6 +13,12 @@ embedded log, once the batch is written to the segment file, which survives kill
 - records that need more than a SourceRecordBatch holds (headers: FlumeAvroSource) go through ``offer``
   with a ticket, in a task that also inherits ``AcknowledgesRecords``: the runtime then sends each record
   with its own delivery callback and calls ``commit_record`` for it (Kafka Connect's ``commitRecord``).
+
+A record the log cannot take (converted, it is larger than the log's record limit) is refused alone: the
+runtime calls ``refuse_record`` for it, which notes the refusal on its request's ticket (``Ticket.refused``:
+the sources answer the sender naming the event) and counts it; the other events of the request are written.
+Sources without tickets (TCP, syslog) only count it; the runtime logs it and sends it to the dead-letter
+queue if the connector has one. The task goes on either way.
 """
 
 from __future__ import annotations
@@ -136,16 +142,23 @@ def base_config(schemes: Sequence[str], default_listener: str, what: str) -> Con
 
 
 class Ticket:
-    """One acknowledged request: done when the log acknowledged each of its ``count`` records."""
+    """One acknowledged request: done when the log acknowledged each of its ``count`` records (a refused one
+    is acknowledged too, after its ``refuse``: it is done with)."""
 
-    __slots__ = ("remaining", "done", "failed")
+    __slots__ = ("remaining", "done", "failed", "refused")
 
     def __init__(self, count: int) -> None:
         self.remaining = count
         self.done = threading.Event()
         self.failed: str | None = None
+        # (index of the event in the request, why the log refused it), for each event that is not in the log
+        self.refused: list[tuple[int, str]] = []
         if count == 0:
             self.done.set()
+
+    def refuse(self, index: int, reason: str) -> None:
+        """Event ``index`` of the request will not be in the log, for ``reason``; it is still acknowledged."""
+        self.refused.append((index, reason))
 
     def ack(self, n: int = 1) -> None:
         self.remaining -= n
@@ -276,10 +289,12 @@ class QueueingSourceTask(SourceTask):
         self._queue: collections.deque[tuple[list[Any], Ticket | None, Schema | None]] = collections.deque()
         self._queued = 0
         self._cond = threading.Condition()
-        # id(polled batch) -> (the batch, kept alive; (ticket, its events in the batch)...), until commit_batch
-        self._waiting: dict[int, tuple[SourceRecordBatch, list[tuple[Ticket, int]]]] = {}
-        # id(polled record) -> (the record, kept alive; its ticket), until commit_record (AcknowledgesRecords)
-        self._waiting_records: dict[int, tuple[SourceRecord, Ticket]] = {}
+        # id(polled batch) -> (the batch, kept alive; (ticket, index of its first event in the batch, its event
+        # count)...), until commit_batch
+        self._waiting: dict[int, tuple[SourceRecordBatch, list[tuple[Ticket, int, int]]]] = {}
+        # id(polled record) -> (the record, kept alive; its ticket; its index in the ticket's request), until
+        # commit_record (AcknowledgesRecords)
+        self._waiting_records: dict[int, tuple[SourceRecord, Ticket, int]] = {}
         self._waiting_lock = threading.Lock()
         self._stopping = threading.Event()
         self.counters = Counters()
@@ -343,7 +358,7 @@ class QueueingSourceTask(SourceTask):
         # acknowledgements are served by the runtime between polls, so wait briefly while any are due
         timeout = 0.001 if self._waiting or self._waiting_records else 0.5
         taken: list[Any] = []
-        tickets: list[tuple[Ticket, int]] = []  # of event values: each request's ticket and its count
+        tickets: list[tuple[Ticket, int, int]] = []  # of event values: each request's ticket, start and count
         record_tickets: list[tuple[list[SourceRecord], Ticket]] = []  # of records: acknowledged one by one
         schema: Schema | None = None
         with self._cond:
@@ -356,12 +371,12 @@ class QueueingSourceTask(SourceTask):
                 while queue and len(taken) < self._batch_size and queue[0][2] is schema:
                     items, ticket, _ = queue.popleft()
                     self._queued -= len(items)
-                    taken.extend(items)
                     if ticket is not None:
                         if schema is not None:
-                            tickets.append((ticket, len(items)))
+                            tickets.append((ticket, len(taken), len(items)))
                         else:
                             record_tickets.append((items, ticket))
+                    taken.extend(items)
                 self._cond.notify_all()  # room for blocked offers
         if not taken:
             return None
@@ -369,8 +384,8 @@ class QueueingSourceTask(SourceTask):
             if record_tickets:
                 with self._waiting_lock:
                     for records, ticket in record_tickets:
-                        for record in records:
-                            self._waiting_records[id(record)] = (record, ticket)
+                        for index, record in enumerate(records):
+                            self._waiting_records[id(record)] = (record, ticket, index)
             return taken
         batch = SourceRecordBatch(self.topic, taken, value_schema=schema,
                                   timestamp=int(time.time() * 1000))
@@ -383,8 +398,27 @@ class QueueingSourceTask(SourceTask):
         with self._waiting_lock:
             entry = self._waiting.pop(id(batch), None)
         if entry is not None:
-            for ticket, count in entry[1]:
+            for ticket, _, count in entry[1]:
                 ticket.ack(count)
+
+    def refuse_record(self, polled: Sequence[SourceRecord], index: int, reason: str) -> None:
+        """The runtime's word that record ``index`` of a polled batch or list is too large for the log: noted on
+        its request's ticket (the request's answer names it) and counted; the task goes on."""
+        self.counters.add("refused_too_large_for_log")
+        with self._waiting_lock:
+            if isinstance(polled, SourceRecordBatch):
+                entry = self._waiting.get(id(polled))
+                if entry is not None and entry[0] is polled:
+                    for ticket, start, count in entry[1]:
+                        if start <= index < start + count:
+                            ticket.refuse(index - start, reason)  # commit_batch acknowledges it with the rest
+                            break
+                return
+            waiting = self._waiting_records.pop(id(polled[index]), None)
+        if waiting is not None:
+            _, ticket, position = waiting
+            ticket.refuse(position, reason)
+            ticket.ack()  # no commit_record comes for it
 
     def stop_queue(self) -> None:
         """Refuse new input and fail every request still waiting for the log."""
@@ -396,9 +430,9 @@ class QueueingSourceTask(SourceTask):
             self._cond.notify_all()
         with self._waiting_lock:
             for _, tickets in self._waiting.values():
-                pending += [t for t, _ in tickets]
+                pending += [t for t, _, _ in tickets]
             self._waiting.clear()
-            pending += [t for _, t in self._waiting_records.values()]
+            pending += [t for _, t, _ in self._waiting_records.values()]
             self._waiting_records.clear()
         for ticket in pending:
             ticket.fail("the source is stopping")
@@ -411,7 +445,7 @@ class AcknowledgesRecords:
     use it only for records a SourceRecordBatch cannot hold (with headers)."""
 
     _waiting_lock: threading.Lock
-    _waiting_records: dict[int, tuple[SourceRecord, Ticket]]
+    _waiting_records: dict[int, tuple[SourceRecord, Ticket, int]]
 
     def commit_record(self, record: SourceRecord, metadata: Any) -> None:
         with self._waiting_lock:

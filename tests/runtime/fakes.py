@@ -31,6 +31,7 @@ from connect.log.api import (
     NewTopic,
     Producer,
     RebalanceListener,
+    RecordLimit,
     RecordMetadata,
     TopicDescription,
     UnknownTopicError,
@@ -122,6 +123,20 @@ class MemoryProducer(Producer):
         self.unacked_on_flush = 0  # a flush that times out with this many records unacknowledged
         self.batch_callbacks = 0  # send_batch calls that asked for a batch callback
         self.closed = False
+        # a record whose value and key are longer is refused as the embedded log refuses it: send_batch raises,
+        # send fails it at flush; record_limit tells it (None: no limit)
+        self.max_record_bytes: int | None = None
+        self.limit_asked: list[str] = []
+
+    def record_limit(self, topic: str) -> RecordLimit | None:
+        self.limit_asked.append(topic)
+        return RecordLimit(self.max_record_bytes, 0, "max.request.size") if self.max_record_bytes else None
+
+    def _too_large(self, key: bytes | None, value: bytes | None) -> LogError | None:
+        size = len(key or b"") + len(value or b"")
+        if self.max_record_bytes is not None and size > self.max_record_bytes:
+            return LogError(f"A record of {size} bytes exceeds the {self.max_record_bytes}-byte limit")
+        return None
 
     def send(self, topic: str, value: bytes | None, key: bytes | None = None, partition: int | None = None,
              timestamp: int | None = None, headers: Any = None, on_delivery: DeliveryCallback | None = None) -> None:
@@ -133,6 +148,10 @@ class MemoryProducer(Producer):
     def send_batch(self, topic: str, partition: int | None, values: Sequence[bytes | None],
                    keys: Sequence[bytes | None] | None = None, timestamps: Sequence[int] | None = None,
                    headers: Any = None, on_delivery: BatchDeliveryCallback | None = None) -> None:
+        for i, value in enumerate(values):
+            err = self._too_large(keys[i] if keys else None, value)
+            if err is not None:
+                raise err
         countdown = BatchCountdown(len(values), on_delivery) if on_delivery is not None else None
         self.batch_callbacks += countdown is not None
         for i, value in enumerate(values):
@@ -152,6 +171,12 @@ class MemoryProducer(Producer):
         with self.lock:
             sent, self.buffer = self.buffer, []
         for topic, partition, key, value, ts, callback in sent:
+            err = self._too_large(key, value)
+            if err is not None:
+                if callback is None:
+                    raise err
+                callback(err, None)
+                continue
             offset = self.log.append(topic, partition, [(key, value, ts)])
             if callback is not None:
                 callback(None, RecordMetadata(topic, partition, offset, ts))

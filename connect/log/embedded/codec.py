@@ -59,6 +59,7 @@ TXN_DATA = 1
 TXN_COMMIT = 2
 TXN_ABORT = 3
 _TXN = struct.Struct("<qhB")
+TXN_FIELDS_SIZE = _TXN.size
 
 HEADER = struct.Struct("<HBBqiiqqqII")
 HEADER_SIZE = HEADER.size

@@ -32,10 +32,11 @@ from connect.log.api import (
     DeliveryCallback,
     LogError,
     Producer,
+    RecordLimit,
     RecordMetadata,
     UnknownTopicError,
 )
-from connect.log.embedded.codec import EncodedBatch, encode
+from connect.log.embedded.codec import HEADER_SIZE, TXN_FIELDS_SIZE, EncodedBatch, encode
 from connect.log.embedded.config import client_bool, client_int
 from connect.log.embedded.partition import now_ms
 from connect.log.embedded.partitioner import StickyPartitioner
@@ -46,6 +47,9 @@ log = logging.getLogger(__name__)
 
 Headers = tuple[tuple[str, bytes | None], ...]
 _ids = itertools.count(1)
+# A batch of one record beyond the record's key, value and headers: the batch header, then the record's value and
+# key lengths, timestamp, offset delta and header count (codec.py), and a transaction's fields
+_ONE_RECORD_BATCH_OVERHEAD = HEADER_SIZE + 4 + 4 + 8 + 4 + 4 + TXN_FIELDS_SIZE
 
 
 class _Accumulator:
@@ -87,6 +91,9 @@ class EmbeddedProducer(Producer):
         self._client_id = str(config.get("client.id") or self._name)
         self._bytes_written = 0
         self._count_lock = threading.Lock()  # appends come from the sender's thread and the linger thread
+        # records that failed with no delivery callback to tell: how many, and the first failure, for flush to raise
+        self._unreported = 0
+        self._first_unreported: LogError | None = None
 
     # -- topics ---------------------------------------------------------------
 
@@ -99,6 +106,13 @@ class EmbeddedProducer(Producer):
         validate_topic_name(topic)
         self._store.create(topic, self._num_partitions, {}, exist_ok=True)
         return self._store.meta(topic).partitions
+
+    def record_limit(self, topic: str) -> RecordLimit:
+        self.partitions_for(topic)  # a topic not there yet is made as a send would make it
+        topic_max = self._store.partition_log(topic, 0).config.max_message_bytes
+        if topic_max < self._max_request:
+            return RecordLimit(topic_max, _ONE_RECORD_BATCH_OVERHEAD, f"max.message.bytes of topic {topic}")
+        return RecordLimit(self._max_request, _ONE_RECORD_BATCH_OVERHEAD, "max.request.size")
 
     def _before_append(self, tp: TopicPartition) -> None:
         """Hook: called before each batch is appended to ``tp`` (the transactional producer checks here)."""
@@ -267,6 +281,10 @@ class EmbeddedProducer(Producer):
             log.error("Failed to append %d record(s) to %s: %s", len(acc.values), tp, err)
             for _, cb in acc.callbacks:
                 self._done.append((cb, err, None))
+            if len(acc.callbacks) < len(acc.values):
+                self._unreported += len(acc.values) - len(acc.callbacks)
+                if self._first_unreported is None:
+                    self._first_unreported = err
         else:
             if acc.callbacks:
                 starts = []
@@ -328,7 +346,11 @@ class EmbeddedProducer(Producer):
         with self._lock:
             for tp in list(self._acc):
                 self._drain_locked(tp)
+            count, first = self._unreported, self._first_unreported
+            self._unreported, self._first_unreported = 0, None
         self._serve_callbacks()
+        if first is not None:
+            raise type(first)(f"{count} record(s) could not be written; first: {first}")
         return 0
 
     def stats(self) -> ClientStats:
@@ -340,7 +362,10 @@ class EmbeddedProducer(Producer):
     def close(self, timeout: float | None = None) -> None:
         if self._closed:
             return
-        self.flush(timeout)
+        try:
+            self.flush(timeout)
+        except LogError as exc:  # logged as it happened; closing goes on
+            log.warning("Closing %s with records that could not be written: %s", self._client_id, exc)
         with self._lock:
             self._closed = True
             self._wake.notify_all()

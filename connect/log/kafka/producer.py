@@ -18,6 +18,7 @@ from connect.log.api import (
     Headers,
     LogError,
     Producer,
+    RecordLimit,
     RecordMetadata,
     RetriableLogError,
     UnknownTopicError,
@@ -34,6 +35,11 @@ __all__ = ["KafkaProducer"]
 log = logging.getLogger("connect.log.kafka")
 
 _ANY_PARTITION = -1  # librdkafka's RD_KAFKA_PARTITION_UA: let the partitioner choose
+# librdkafka's own default of message.max.bytes (what max.request.size becomes), when neither is set
+_LIBRDKAFKA_MESSAGE_MAX_BYTES = 1000000
+# A record batch (v2) of one record beyond its key, value and headers: the batch header (61 bytes) and the
+# record's length, attributes, timestamp and offset deltas, key and value lengths and header count as varints
+_ONE_RECORD_BATCH_OVERHEAD = 61 + 5 + 1 + 10 + 5 + 5 + 5 + 5
 
 
 def _where(msg: Any) -> str:
@@ -60,6 +66,10 @@ class KafkaProducer(Producer):
         # acknowledged record, which costs a fifth of the producing time; send() then takes no callbacks.
         self._failures_only = str(config.get("delivery.report.only.error", "false")).strip().lower() == "true"
         conf: dict[str, Any] = dict(config)
+        try:
+            self._message_max_bytes = int(conf.get("message.max.bytes") or _LIBRDKAFKA_MESSAGE_MAX_BYTES)
+        except ValueError:  # librdkafka refuses the value below, naming it
+            self._message_max_bytes = _LIBRDKAFKA_MESSAGE_MAX_BYTES
         if "delivery.report.only.error" in conf:
             conf["delivery.report.only.error"] = self._failures_only  # the Python client wants a bool
         conf.update(self._events.settings())
@@ -264,6 +274,11 @@ class KafkaProducer(Producer):
 
     def stats(self) -> ClientStats | None:
         return self._statistics.snapshot()
+
+    def record_limit(self, topic: str) -> RecordLimit:
+        # the producer's own check (librdkafka refuses a larger message in produce()); the broker's
+        # max.message.bytes of the topic is the admin client's to tell
+        return RecordLimit(self._message_max_bytes, _ONE_RECORD_BATCH_OVERHEAD, "max.request.size")
 
     def partitions_for(self, topic: str) -> int:
         try:
