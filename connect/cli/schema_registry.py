@@ -78,6 +78,7 @@ def _run(args: argparse.Namespace) -> int:
         while not stop.wait(0.5):
             pass
     finally:
+        store.interrupt()  # a compatibility check under way ends now: the server's stop waits for its request
         if server is not None:
             server.stop()
         store.close()

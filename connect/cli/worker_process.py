@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import abc
 import logging
+import os
 import signal
 import socket
 import sys
 import threading
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -25,6 +27,11 @@ if TYPE_CHECKING:
 __all__ = ["WorkerProcess", "keep_secrets_out_of_text", "load_worker_config", "rest_worker_id"]
 
 log = logging.getLogger("connect.cli")
+
+# Beyond the tasks' graceful timeout, what a stop may take, with room to spare: the REST server's drain of requests
+# under way (5 s), the REST front process's stop (up to 10 s), the log's close. Past the two together, the
+# process exits without waiting further.
+_SHUTDOWN_MARGIN_S = 30.0
 
 
 def load_worker_config(path: str, config_cls: type) -> Any:  # a WorkerConfig subclass instance
@@ -168,15 +175,27 @@ class WorkerProcess(abc.ABC):
         while not self._stop.wait(0.5):
             pass
         log.info("Shutting down")
+        self._arm_shutdown_watchdog()
         self.shutdown()
         log.info("Headrace %s worker stopped", self.MODE)
         return 0 if self._fatal is None else fail(self._fatal, EXIT_RUNTIME)
+
+    def _arm_shutdown_watchdog(self) -> None:
+        """A stop that hangs (a request handler or a thread that never returns: the REST server waits for its
+        request threads without a bound, and they are not daemons) ends the process past its bound anyway."""
+        bound = self.config.task_shutdown_graceful_timeout_ms / 1000 + _SHUTDOWN_MARGIN_S
+        threading.Thread(target=_exit_if_still_running, args=(bound, self.MODE), name="shutdown-watchdog",
+                         daemon=True).start()
 
     def shutdown(self) -> None:
         if self._front_launch is not None:  # the worker failed before its REST server started
             self._front_launch.close()
             self._front_launch.remove_directory()
             self._front_launch = None
+        if self.schema_registry is not None:
+            # before the REST server's stop, which waits for requests under way: a compatibility check is
+            # CPU-bound and may take seconds, and this ends it now (its request answers 503)
+            self.schema_registry.interrupt()
         if self.rest is not None:
             self.rest.stop()
         if self.schema_registry is not None:
@@ -185,6 +204,26 @@ class WorkerProcess(abc.ABC):
             self.herder.stop()
         if self.backend is not None:
             self.backend.close()
+
+
+def _exit_if_still_running(bound_s: float, mode: str) -> None:
+    """Runs in a daemon thread from the start of a stop: returns only if the process exits first."""
+    time.sleep(bound_s)
+    frames = sys._current_frames()
+    stuck = []
+    for thread in threading.enumerate():
+        if thread.daemon or thread.ident is None:
+            continue
+        frame = frames.get(thread.ident)
+        where = f" at {os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}" if frame is not None else ""
+        stuck.append(f"{thread.name}{where}")
+    log.error("Headrace %s worker did not stop within %.0f s of being asked to (still running: %s); exiting "
+              "without waiting for them", mode, bound_s, ", ".join(stuck) or "nothing")
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    # what was acknowledged is durable already (as after a kill -9); what is left would only keep the process up
+    os._exit(fail(f"the worker did not stop within {bound_s:.0f} s; exited without waiting for "
+                  f"{', '.join(stuck) or 'the shutdown'}", EXIT_RUNTIME))
 
 
 def keep_secrets_out_of_text(transformer: Any, status: Any) -> None:

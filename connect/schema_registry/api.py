@@ -147,5 +147,9 @@ class SchemaRegistry(abc.ABC):
     @abc.abstractmethod
     def delete_mode(self, subject: str | None) -> Mode: ...
 
+    def interrupt(self) -> None:  # noqa: B027 - optional hook
+        """Make the requests under way end soon (503) and refuse new ones: a process stopping calls this before
+        it stops its REST server, which waits for requests under way. ``close()`` follows."""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         pass

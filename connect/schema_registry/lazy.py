@@ -46,6 +46,13 @@ class LazySchemaRegistry(SchemaRegistry):
                 self._store = store
             return self._store
 
+    def interrupt(self) -> None:
+        with self._lock:
+            self._closed = True
+            store = self._store
+        if store is not None:
+            store.interrupt()
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

@@ -53,7 +53,7 @@ class RegistryState:
             k = json.loads(key)
             kind = k.get("keytype")
             v = None if value is None else json.loads(value)
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             log.warning("Skipping a record of the schemas topic that is not a registry record: key %r", key[:100])
             return
         if kind == "SCHEMA":
@@ -87,8 +87,8 @@ class RegistryState:
         self.text_of[entry.id] = entry.schema
         try:
             self.id_of.setdefault(canonical_text(entry.schema), entry.id)
-        except ValueError:
-            log.warning("Schema id %d in the schemas topic is not JSON", entry.id)
+        except (ValueError, RecursionError):  # the follower applying this must go on with the next record
+            log.warning("Schema id %d in the schemas topic is not JSON, or nested too deeply to decode", entry.id)
         self.max_id = max(self.max_id, entry.id)
 
     def _unuse(self, entry: SchemaVersion) -> None:

@@ -22,6 +22,7 @@ import logging
 import random
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -49,8 +50,12 @@ _MAX_SUBJECT_CHARS = 1000
 _WRITABLE = (Mode.READWRITE, Mode.IMPORT)
 _ATTEMPTS = 20
 _BACKOFF_S = 0.02
+# parsed schemas kept for compatibility checks, by the size of their text: a parsed schema takes about seven
+# times its text, so this keeps about 100 MB at most; one evicted is parsed again (about 0.5 s per MB)
+_PARSED_CACHE_BYTES = 16 * 1024 * 1024
 T = TypeVar("T")
 Records = list[tuple[bytes, bytes | None]]
+_Basis = tuple[Mode, Compatibility, tuple[tuple[int, int], ...]]  # what a compatibility verdict depends on
 
 
 def _check_subject(subject: str) -> None:
@@ -84,7 +89,12 @@ class SchemaStore(SchemaRegistry):
         self._lock = threading.RLock()  # guards _state: the follower thread applies, requests read
         self._writes = threading.Lock()
         self._log: KafkaBasedLog | None = None
-        self._parsed: dict[int, ParsedSchema] = {}  # id -> parsed schema, for compatibility checks
+        self._parsed: OrderedDict[int, ParsedSchema] = OrderedDict()  # id -> parsed schema, least recent first
+        self._parsed_bytes = 0
+        # one compatibility check at a time: each is CPU-bound Python, and several at once would take the GIL
+        # from the worker's tasks and REST requests in turn, slowing them more than one after the other
+        self._checking = threading.Lock()
+        self._closing = threading.Event()  # set by close(): a check under way stops, a waiting one gives up
         self._transactional_id = f"schema-registry-{topic}"
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -116,7 +126,11 @@ class SchemaStore(SchemaRegistry):
         limit = int(described.configs.get("max.message.bytes", _DEFAULT_MAX_MESSAGE_BYTES))
         self.max_schema_bytes = limit - _RECORD_OVERHEAD
 
+    def interrupt(self) -> None:
+        self._closing.set()
+
     def close(self) -> None:
+        self._closing.set()
         if self._log is not None:
             self._log.stop()
             self._log = None
@@ -219,11 +233,47 @@ class SchemaStore(SchemaRegistry):
         return parse_schema(text, schema_type)
 
     def _parsed_of(self, entry: SchemaVersion) -> ParsedSchema:
-        found = self._parsed.get(entry.id)
-        if found is None:
-            found = parse_schema(entry.schema, entry.schema_type)
-            self._parsed[entry.id] = found
-        return found
+        with self._lock:
+            found = self._parsed.get(entry.id)
+            if found is not None:
+                self._parsed.move_to_end(entry.id)
+                return found
+        try:
+            parsed = parse_schema(entry.schema, entry.schema_type)
+        except SchemaRegistryError as exc:  # written by another registry, or one with other rules
+            raise SchemaRegistryError(500, 50001, f"Schema id {entry.id} (version {entry.version} of subject "
+                                      f"'{entry.subject}') in topic '{self.topic}' cannot be parsed, so nothing "
+                                      f"can be checked against it: {exc.message}") from None
+        return self._remember(entry.id, parsed)
+
+    def _remember(self, schema_id: int, parsed: ParsedSchema) -> ParsedSchema:
+        with self._lock:
+            if schema_id in self._parsed:
+                return self._parsed[schema_id]
+            self._parsed[schema_id] = parsed
+            self._parsed_bytes += len(parsed.text)
+            while self._parsed_bytes > _PARSED_CACHE_BYTES and len(self._parsed) > 1:
+                _, evicted = self._parsed.popitem(last=False)
+                self._parsed_bytes -= len(evicted.text)
+            return parsed
+
+    def _incompatibilities(self, level: Compatibility, parsed: ParsedSchema,
+                           against: Sequence[tuple[int, ParsedSchema]]) -> list[str]:
+        """``incompatibilities``, one check at a time, ended by close(); called without ``_lock`` held, so that
+        reads and the topic's follower go on meanwhile."""
+        if level is Compatibility.NONE or not against:
+            return []
+        deadline = time.monotonic() + self.timeout
+        while not self._checking.acquire(timeout=0.1):
+            if self._closing.is_set():
+                raise SchemaRegistryError(503, 50003, "The schema registry is shutting down")
+            if time.monotonic() >= deadline:
+                raise SchemaRegistryError(500, 50002, f"Timed out after {self.timeout:.0f} s waiting for other "
+                                          "compatibility checks to finish")
+        try:
+            return incompatibilities(level, parsed, against, cancelled=self._closing)
+        finally:
+            self._checking.release()
 
     def _mode_of(self, state: RegistryState, subject: str | None) -> Mode:
         text = state.modes.get(subject) if subject is not None else None
@@ -247,30 +297,87 @@ class SchemaStore(SchemaRegistry):
             raise SchemaRegistryError(422, 42201, "Invalid schema: schema references are not supported by this "
                                       "registry; register the referenced types inline")
         parsed = self._parse(schema, schema_type)
+        for _ in range(_ATTEMPTS):
+            checked = self._check_before_writing(subject, parsed, schema_id)
 
-        def plan(state: RegistryState) -> tuple[Records, SchemaVersion, str]:
-            entry, new = self._new_version(state, subject, parsed, schema_id, version)
-            if not new:  # already registered: nothing to write
-                return [], entry, ""
-            self._parsed.setdefault(entry.id, parsed)
-            return ([(schema_key(subject, entry.version), _schema_value(entry))], entry,
-                    f"registered schema id {entry.id} as version {entry.version} of subject '{subject}'")
-        return self._transact(plan)
+            def plan(state: RegistryState, checked: tuple[_Basis, list[str]] = checked
+                     ) -> tuple[Records, SchemaVersion, str]:
+                entry, new = self._new_version(state, subject, parsed, schema_id, version, checked)
+                if not new:  # already registered: nothing to write
+                    return [], entry, ""
+                key, value = schema_key(subject, entry.version), _schema_value(entry)
+                if len(key) + len(value) > self.max_schema_bytes:
+                    # the schema is a JSON string in the record, so its quotes take twice the room they do here
+                    raise SchemaRegistryError(422, 42209, f"Schema too large: its record in topic '{self.topic}' "
+                                              f"would take {len(key) + len(value)} bytes (the schema escaped as "
+                                              f"a JSON string), more than the {self.max_schema_bytes} bytes a "
+                                              "record can hold")
+                return ([(key, value)], entry,
+                        f"registered schema id {entry.id} as version {entry.version} of subject '{subject}'")
+            try:
+                entry = self._transact(plan)
+            except _StaleCheck:
+                log.info("Schema registry: subject '%s' changed while a schema was checked against it; checking "
+                         "again", subject)
+                continue
+            with self._lock:
+                stored = self._state.subjects.get(subject, {}).get(entry.version)
+            if stored is None or stored.id != entry.id:
+                # the log took the write without an error yet does not hold it: never acknowledge that
+                log.error("Schema registry: version %d of subject '%s' (schema id %d) was written to topic '%s' "
+                          "but is not in it", entry.version, subject, entry.id, self.topic)
+                raise SchemaRegistryError(500, 50001, f"Error in the schema registry's store: version "
+                                          f"{entry.version} of subject '{subject}' was not stored; nothing was "
+                                          "registered")
+            self._remember(entry.id, parsed)
+            return entry
+        raise SchemaRegistryError(500, 50001, f"Gave up registering a schema under subject '{subject}': it kept "
+                                  "changing while the schema was checked")
+
+    def _basis(self, state: RegistryState, subject: str) -> _Basis:
+        """What a compatibility verdict for ``subject`` depends on."""
+        return (self._mode_of(state, subject), self._level_of(state, subject),
+                tuple((e.version, e.id) for e in state.live(subject)))
+
+    def _check_before_writing(self, subject: str, parsed: ParsedSchema, schema_id: int | None
+                              ) -> tuple[_Basis, list[str]]:
+        """The compatibility verdict on ``parsed``, reached outside the locks (a big check takes a while) with
+        what it was reached on; the write goes ahead on it only if that is still the state."""
+        self._catch_up()
+        with self._lock:
+            state = self._state
+            basis = self._basis(state, subject)
+            live = state.live(subject)
+        mode, level = basis[0], basis[1]
+        if mode is not Mode.READWRITE or self._registered(live, parsed, schema_id) is not None:
+            return basis, []  # nothing to check: refused, imported or registered already (decided in the plan)
+        against = [(e.version, self._parsed_of(e)) for e in reversed(live)]
+        return basis, self._incompatibilities(level, parsed, against)
+
+    def _registered(self, live: Sequence[SchemaVersion], parsed: ParsedSchema, schema_id: int | None
+                    ) -> SchemaVersion | None:
+        for entry in live:
+            if self._parsed_of(entry).canonical == parsed.canonical and (schema_id in (None, entry.id)):
+                return entry
+        return None
 
     def _new_version(self, state: RegistryState, subject: str, parsed: ParsedSchema, schema_id: int | None,
-                     version: int | None) -> tuple[SchemaVersion, bool]:
-        """The version to write and True; or the subject's version that has this schema already and False."""
+                     version: int | None, checked: tuple[_Basis, list[str]]
+                     ) -> tuple[SchemaVersion, bool]:
+        """The version to write and True; or the subject's version that has this schema already and False.
+        ``checked``: the compatibility verdict and the state it was reached on (_StaleCheck if that changed)."""
         mode = self._check_writable(state, subject)
         if (schema_id is not None or version is not None) and mode is not Mode.IMPORT:
             raise SchemaRegistryError(422, 42205, f"Subject '{subject}' is not in IMPORT mode: a schema id or "
                                       "version can only be given when importing")
         live = state.live(subject)
-        for entry in live:
-            if self._parsed_of(entry).canonical == parsed.canonical and (schema_id in (None, entry.id)):
-                return entry, False
+        registered = self._registered(live, parsed, schema_id)
+        if registered is not None:
+            return registered, False
         if mode is not Mode.IMPORT:
-            newest_first = [(e.version, self._parsed_of(e)) for e in reversed(live)]
-            problems = incompatibilities(self._level_of(state, subject), parsed, newest_first)
+            basis, problems = checked
+            if basis != self._basis(state, subject):
+                raise _StaleCheck
             if problems:
                 raise SchemaRegistryError(409, 409, "Schema being registered is incompatible with an earlier "
                                           "schema for subject \"" + subject + "\", details: " + "; ".join(problems))
@@ -369,12 +476,11 @@ class SchemaStore(SchemaRegistry):
             state = self._state
             level = self._level_of(state, subject)
             if version is None:
-                against = [(e.version, self._parsed_of(e)) for e in reversed(state.live(subject))]
+                entries = list(reversed(state.live(subject)))
             else:
-                entry = self._find_version(state, subject, version, deleted=False)
-                against = [(entry.version, self._parsed_of(entry))]
+                entries = [self._find_version(state, subject, version, deleted=False)]
                 level = Compatibility(level.value.replace("_TRANSITIVE", ""))
-        return incompatibilities(level, parsed, against)
+        return self._incompatibilities(level, parsed, [(e.version, self._parsed_of(e)) for e in entries])
 
     # --- config and mode ---------------------------------------------------------------------------
     def compatibility(self, subject: str | None, default_to_global: bool = False) -> Compatibility:
@@ -423,6 +529,10 @@ class SchemaStore(SchemaRegistry):
     def delete_mode(self, subject: str | None) -> Mode:
         return self._transact(lambda state: ([(mode_key(subject), None)], self._mode_of(state, subject),
                                              f"mode of {_scope(subject)} reset"))
+
+
+class _StaleCheck(Exception):
+    """The subject changed between a compatibility check and the write it was for."""
 
 
 def _store_error(what: str, exc: Exception) -> SchemaRegistryError:
