@@ -61,6 +61,35 @@ def test_a_commit_makes_two_topics_visible_together_and_nothing_is_visible_befor
     assert _read(backend, "a", "read_uncommitted") == [b"a1", b"a2"], "markers are never handed out"
 
 
+@pytest.mark.parametrize("linger_ms", [0, 50])
+def test_a_record_refused_for_its_size_fails_the_commit(backend, linger_ms):
+    # refused before any append is tried, with no delivery callback to report it: the commit must not pass
+    p = backend.producer({"transactional.id": "t-big", "linger.ms": linger_ms})
+    p.init_transactions()
+    p.begin_transaction()
+    p.send("a", b"small", partition=0)
+    p.send("a", b"x" * (2 << 20), partition=0)
+    with pytest.raises(LogError, match="exceeds"):
+        p.commit_transaction()
+    p.abort_transaction()
+    assert _read(backend, "a") == []
+    p.close()
+
+
+def test_a_batch_refused_for_its_size_fails_the_commit_even_when_its_caller_went_on(backend):
+    # Kafka's producer fails the commit of a transaction any of whose sends failed, whatever the caller did
+    p = _producer(backend, "t-big-batch")
+    p.begin_transaction()
+    p.send_batch("a", 0, [b"small"])
+    with pytest.raises(LogError, match="exceeds"):
+        p.send_batch("a", 0, [b"x" * (2 << 20)])
+    with pytest.raises(LogError, match="a write of the transaction failed"):
+        p.commit_transaction()
+    p.abort_transaction()
+    assert _read(backend, "a") == []
+    p.close()
+
+
 def test_aborted_records_are_skipped_and_later_ones_read(backend):
     p = _producer(backend)
     p.begin_transaction()

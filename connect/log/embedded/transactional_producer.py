@@ -64,11 +64,13 @@ class TransactionalEmbeddedProducer(EmbeddedProducer):
                 raise
             self._written[tp] = None
 
-    def _append(self, tp: TopicPartition, batch: Any) -> int:
+    def _append_columns(self, tp: TopicPartition, values: Any, keys: Any, timestamps: Any, headers: Any,
+                        default_ts: int) -> list[tuple[int, int]]:
         try:
-            return super()._append(tp, batch)
+            return super()._append_columns(tp, values, keys, timestamps, headers, default_ts)
         except BaseException as exc:
-            # a lost append must fail the commit even where no callback reports it (a linger drain)
+            # a lost write must fail the commit even where no callback reports it (a linger drain), and so
+            # must a record refused for its size before any append was tried
             if self._failed is None:
                 self._failed = exc
             raise
