@@ -10,6 +10,7 @@ from typing import Any
 from connect.api import (
     ConfigDef,
     ConfigType,
+    FilePath,
     Importance,
     LambdaValidator,
     Range,
@@ -37,16 +38,21 @@ def _starting_offsets(name: str, value: Any) -> str | None:
 
 
 def spark_sink_def() -> ConfigDef:
-    """Keys of every Spark sink connector (plus any ``spark.*`` setting, passed to the Spark session)."""
+    """Keys of every Spark sink connector (plus the ``spark.*`` settings the worker's policy allows, passed to the
+    Spark session)."""
     d = ConfigDef()
     d.define(SPARK_MASTER, ConfigType.STRING, "local[*]", importance=Importance.HIGH, group=SPARK_GROUP,
              order_in_group=1, width=Width.MEDIUM, display_name="Spark master",
              documentation="Where the Spark query runs: local[N], spark://host:port, yarn, ... All Spark sinks of "
-                           "one worker share one Spark session; the first one to start decides its master. Any "
-                           "other spark.* key is passed to the session as it is (spark.driver.memory, ...).")
-    d.define(CHECKPOINT_LOCATION, ConfigType.STRING, "", importance=Importance.MEDIUM, group=SPARK_GROUP,
-             order_in_group=2, width=Width.LONG, display_name="Checkpoint location",
-             documentation="Where the query keeps its offsets and commits (any Hadoop URL or local path). "
+                           "one worker share one Spark session; the first one to start decides its master. The "
+                           "other spark.* keys are passed to the session as they are (spark.driver.memory, ...), "
+                           "as far as the worker's spark.conf.override.policy allows (by default, Tuning: "
+                           "tuning keys only, and only a local[...] master); the worker config's own spark.* "
+                           "settings come first.")
+    d.define(CHECKPOINT_LOCATION, ConfigType.STRING, "", FilePath("write", url=True), Importance.MEDIUM,
+             group=SPARK_GROUP, order_in_group=2, width=Width.LONG, display_name="Checkpoint location",
+             documentation="Where the query keeps its offsets and commits (any Hadoop URL or local path; a "
+                           "local path or file: URL must be within the worker's connector.allowed.paths). "
                            "Default: chosen by the sink, one per connector.")
     d.define(TRIGGER_INTERVAL_MS, ConfigType.LONG, 1000, Range.at_least(0), Importance.MEDIUM,
              "How often a micro-batch starts, in ms (0: as soon as the previous one ends).", SPARK_GROUP, 3)

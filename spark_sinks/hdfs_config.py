@@ -9,9 +9,11 @@ from urllib.parse import urlparse
 
 from connect.api import (
     CaseInsensitiveValidString,
+    CompositeValidator,
     ConfigDef,
     ConfigException,
     ConfigType,
+    FilePath,
     Importance,
     LambdaValidator,
     Range,
@@ -109,13 +111,18 @@ def _check_partitioner(name: str, value: Any) -> str | None:
 
 def hdfs_def() -> ConfigDef:
     d = ConfigDef(spark_sink_def())
-    d.define("hdfs.url", ConfigType.STRING, validator=LambdaValidator(_check_url), importance=Importance.HIGH,
-             documentation="The file system to write to, e.g. hdfs://namenode:8020.", group=HDFS_GROUP,
-             order_in_group=1, width=Width.MEDIUM, display_name="HDFS URL")
-    d.define("topics.dir", ConfigType.STRING, "/topics", importance=Importance.HIGH, group=HDFS_GROUP,
-             order_in_group=2, documentation="Top folder of the committed files (one folder per topic below it).")
-    d.define("logs.dir", ConfigType.STRING, "/logs", importance=Importance.HIGH, group=HDFS_GROUP,
-             order_in_group=3, documentation="Top folder of the connectors' Spark checkpoints.")
+    d.define("hdfs.url", ConfigType.STRING,
+             validator=CompositeValidator.of(LambdaValidator(_check_url), FilePath("write", url=True)),
+             importance=Importance.HIGH, group=HDFS_GROUP, order_in_group=1, width=Width.MEDIUM,
+             display_name="HDFS URL",
+             documentation="The file system to write to, e.g. hdfs://namenode:8020 (a file: URL must be within "
+                           "the worker's connector.allowed.paths, with topics.dir, logs.dir and path.template "
+                           "below it).")
+    d.define("topics.dir", ConfigType.STRING, "/topics", FilePath("write", under="hdfs.url"), Importance.HIGH,
+             group=HDFS_GROUP, order_in_group=2,
+             documentation="Top folder of the committed files (one folder per topic below it).")
+    d.define("logs.dir", ConfigType.STRING, "/logs", FilePath("write", under="hdfs.url"), Importance.HIGH,
+             group=HDFS_GROUP, order_in_group=3, documentation="Top folder of the connectors' Spark checkpoints.")
     d.define("format", ConfigType.STRING, "parquet", CaseInsensitiveValidString.in_(*FORMATS), Importance.HIGH,
              "File format: parquet, avro, json (the JSON values, one per line), text, or sequence (Hadoop "
              "SequenceFiles of LongWritable time and the value, as Flume's HDFS sink writes them).", STORAGE_GROUP, 1)
@@ -154,7 +161,9 @@ def hdfs_def() -> ConfigDef:
     d.define("timestamp.round.ms", ConfigType.LONG, 0, Range.at_least(0), Importance.LOW,
              "Round the record time down to a multiple of this many ms since midnight in timezone, before it "
              "is formatted into folders (0: no rounding).", PARTITIONER_GROUP, 9)
-    d.define("path.template", ConfigType.STRING, "", LambdaValidator(_check_template), Importance.MEDIUM,
+    d.define("path.template", ConfigType.STRING, "",
+             CompositeValidator.of(LambdaValidator(_check_template), FilePath("write", under="hdfs.url")),
+             Importance.MEDIUM,
              "Folders exactly as given below hdfs.url instead of <topics.dir>/<topic>/<partition path>: "
              "literal text with {time:PATTERN} (the record time, a date pattern) and {header:NAME} (a header's "
              "value), e.g. /flume/events/{time:yy-MM-dd}/{header:host}.", PARTITIONER_GROUP, 10)

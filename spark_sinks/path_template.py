@@ -8,7 +8,9 @@ A template is a path below ``hdfs.url`` made of literal text and two kinds of pl
 
 For example ``/flume/events/{time:yy-MM-dd}/{time:HHmm}/{header:host}``. Unlike ``path.format`` (whose
 ``name=value`` folders Spark and Hive read back as columns) the folders are exactly what the template
-says, which is what a Flume ``hdfs.path`` with escapes needs.
+says, which is what a Flume ``hdfs.path`` with escapes needs. A header's value is whoever sent the record's
+input: it may hold ``/`` (subfolders, as in Flume) but a ``.`` or ``..`` folder it makes becomes ``_``, so no
+record leaves the template's root; the template's own text may have no ``.`` or ``..`` folder.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ _PLACEHOLDER = re.compile(r"\{(time|header):([^{}]+)\}")
 _HEADER_NAME = re.compile(r"[^\s{}]+")
 # pattern letters Spark's formatter takes for formatting (no week-based fields, which Spark 3 refuses)
 _TIME_PATTERN = re.compile(r"(?:'[^']*'|[yMdHhmsSaEDkK\-_. :]|)+")
+# a whole folder that is . or .. (Java regex, for Spark's regexp_replace); every folder follows a /
+_DOT_FOLDER = r"(?<=/)\.{1,2}(?=/|$)"
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,10 @@ class PathTemplate:
             pieces.append(TemplatePiece(kind, value))
             at = m.end()
         pieces.extend(_text(text[at:]))
+        # the literal folders, a placeholder standing for some text: none may be . or ..
+        shape = "".join(p.value if p.kind == "text" else "x" for p in pieces)
+        if any(folder in (".", "..") for folder in shape.split("/")):
+            raise ValueError("no . or .. folders")
         self.pieces = pieces
         self.text = text
 
@@ -83,7 +91,7 @@ class PathTemplate:
                 parts.append(F.date_format(time_column, piece.value))
             else:
                 parts.append(F.coalesce(header(piece.value), F.lit("")))  # type: ignore[operator]
-        return F.concat(*parts)
+        return F.regexp_replace(F.concat(*parts), _DOT_FOLDER, "_")
 
 
 def _text(text: str) -> list[TemplatePiece]:

@@ -1,10 +1,18 @@
 """The Spark session the sinks of one process share, with the extra jars Spark needs and our data source.
 
 One process has one SparkContext: the first Spark sink to start creates the
-session from its connector config (``spark.master`` and every other
-``spark.*`` key); later ones reuse it and get a warning when they ask for a
+session from the worker config's ``spark.*`` settings (the operator's) and its
+connector config's (``spark.master`` and the other ``spark.*`` keys the
+worker's ``spark.conf.override.policy`` let through), the connector's taking
+precedence; later ones reuse it and get a warning when they ask for a
 different master. Under ``spark-submit`` the session (master, jars) is the
 one spark-submit set up, unless the connector names ``spark.master`` itself.
+
+Spark's Python workers run the interpreter ``PYSPARK_PYTHON`` names, else the
+first ``python3`` on PATH, which need not see this project (a worker started
+from a venv that is not activated): unless the operator chose one
+(``PYSPARK_PYTHON``, or ``spark.pyspark.python`` in the worker config), the
+session hands them this process's own interpreter.
 """
 
 from __future__ import annotations
@@ -84,14 +92,35 @@ def _under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def spark_session(config: Mapping[str, Any]) -> Any:
-    """The process's SparkSession, created from ``config`` if there is none yet."""
+def _spark_keys(settings: Mapping[str, Any]) -> dict[str, str]:
+    return {key: str(value) for key, value in settings.items()
+            if key.startswith("spark.") and value not in (None, "")}
+
+
+def _python_workers_interpreter(operator: Mapping[str, str], settings: dict[str, str]) -> None:
+    """Make Spark's Python workers run this process's interpreter unless the operator chose one.
+
+    PySpark reads ``PYSPARK_PYTHON`` from the environment when its context starts (a ``spark.pyspark.python``
+    setting alone does not reach the workers of a session started in-process), and falls back to the first
+    ``python3`` on PATH.
+    """
+    chosen = os.environ.get("PYSPARK_PYTHON") or operator.get("spark.pyspark.python") or sys.executable
+    os.environ["PYSPARK_PYTHON"] = chosen
+    settings.setdefault("spark.pyspark.python", chosen)
+    settings.setdefault("spark.pyspark.driver.python", sys.executable)
+
+
+def spark_session(config: Mapping[str, Any], operator_settings: Mapping[str, str] | None = None) -> Any:
+    """The process's SparkSession, created if there is none yet from ``operator_settings`` (the worker
+    config's ``spark.*``) and ``config`` (a connector config, checked by the worker's policy), the latter's
+    ``spark.*`` keys taking precedence."""
     from pyspark.sql import SparkSession
 
     from spark_sinks.logsource import HeadraceLogDataSource
 
+    operator = _spark_keys(operator_settings or {})
     with _lock:
-        master = str(config.get("spark.master") or "").strip()
+        master = str(config.get("spark.master") or operator.get("spark.master") or "").strip()
         existing = SparkSession.getActiveSession()
         if existing is None:
             from pyspark import SparkContext
@@ -106,12 +135,9 @@ def spark_session(config: Mapping[str, Any]) -> Any:
             spark = existing
         else:
             builder = SparkSession.builder
-            settings = dict(DEFAULTS)
-            settings["spark.pyspark.python"] = os.environ.get("PYSPARK_PYTHON") or sys.executable
-            settings["spark.pyspark.driver.python"] = sys.executable
-            for key, value in config.items():
-                if key.startswith("spark.") and key != "spark.master" and value not in (None, ""):
-                    settings[key] = str(value)
+            settings = {**DEFAULTS, **operator, **_spark_keys(config)}
+            settings.pop("spark.master", None)  # given to the builder below
+            _python_workers_interpreter(operator, settings)
             if not _under_spark_submit():
                 builder = builder.master(master or "local[*]")
                 jars = extra_jars()

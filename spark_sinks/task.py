@@ -101,7 +101,8 @@ class SparkSinkTask(StreamingSinkTask):
         # N-1's end, so each batch reads one entry, not two
         self._offset_log: dict[int, str] = {}
         self.checkpoint = str(self.config.get(CHECKPOINT_LOCATION) or "").strip() or self.default_checkpoint()
-        self._refuse_embedded_log_on_a_cluster(str(self.props.get("spark.master") or "").strip())
+        self._refuse_embedded_log_on_a_cluster(str(self.props.get("spark.master") or self.context.worker_settings(
+            "spark.").get("spark.master") or "").strip())
 
     def _refuse_embedded_log_on_a_cluster(self, master: str) -> None:
         """Executors of a cluster run on other hosts and read the topics themselves: an embedded log is on
@@ -115,7 +116,7 @@ class SparkSinkTask(StreamingSinkTask):
     def run(self) -> None:
         from spark_sinks.session import spark_session
 
-        spark = spark_session(self.props)
+        spark = spark_session(self.props, self.context.worker_settings("spark."))
         self._spark = spark
         self._refuse_embedded_log_on_a_cluster(str(spark.sparkContext.master))  # spark-submit's --master, say
         if self._stopping.is_set():

@@ -335,13 +335,30 @@ class FilePath(Validator):
     resolve (symlinks and ``..`` followed) inside the worker's ``connector.allowed.paths`` and
     never inside the worker's own state or Python's import path. This validator itself only
     checks that the value can be a path; null or empty means no file (standard input or output).
+
+    ``url``: the value may also be a Hadoop-style URL (``hdfs://nn:8020/x``, ``file:///x``); only a
+    ``file:`` URL or a path without a scheme names a local path, read as Hadoop reads it (everything
+    after the authority, ``?`` and ``#`` included). ``under``: the value is a path below the location
+    another key names (``topics.dir`` below ``hdfs.url``, say): local only when that one is, and
+    checked, default included, as the two joined.
     """
 
     mode: str = "read"  # "read" or "write": what the plugin does with the file
+    url: bool = False
+    under: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.mode not in ("read", "write"):
             raise ValueError(f"FilePath mode must be 'read' or 'write', not {self.mode!r}")
+
+    def local_path(self, value: str, base: str | None = None) -> str | None:
+        """The local path ``value`` names (``base``: the value of the ``under`` key), or None if it names none."""
+        if self.under is not None:
+            root = _local_of_url(base or "")
+            if not root:
+                return None
+            return root.rstrip("/") + "/" + value.strip("/")
+        return _local_of_url(value) if self.url else value
 
     def ensure_valid(self, name: str, value: Any) -> None:
         if value is None or value == "":
@@ -365,6 +382,25 @@ class FilePath(Validator):
 
     def __str__(self) -> str:
         return f"a file path the plugin {'reads' if self.mode == 'read' else 'writes'}"
+
+
+def _local_of_url(text: str) -> str | None:
+    """The local path of a Hadoop path string, None for another file system's URL.
+
+    Parsed as Hadoop's ``Path`` parses it, not as a URL: a scheme is what precedes a ``:`` that comes before
+    any ``/``, and the path is all that follows the authority, so ``file:///a/x?/../../etc`` is ``/etc``
+    (a URL parser would stop the path at ``?`` and see ``/a/x``).
+    """
+    colon, slash = text.find(":"), text.find("/")
+    if colon <= 0 or (slash != -1 and slash < colon):
+        return text
+    if text[:colon].lower() != "file":
+        return None
+    rest = text[colon + 1:]
+    if rest.startswith("//"):
+        end = rest.find("/", 2)
+        rest = rest[end:] if end != -1 else ""
+    return rest or "/"
 
 
 class Recommender:

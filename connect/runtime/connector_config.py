@@ -61,6 +61,9 @@ _NAME_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f/]")
 
 
 def _connector_name(name: str, value: Any) -> str | None:
+    if isinstance(value, str) and value.strip() in (".", ".."):
+        # a name is also a folder (streaming state, Spark checkpoints): . or .. would be another one's
+        return "Connector name must not be . or .."
     bad = _NAME_FORBIDDEN.search(value) if isinstance(value, str) else None
     if bad is None:
         return None

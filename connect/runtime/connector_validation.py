@@ -8,8 +8,9 @@ parses it with (connector_config.py), enriched with the transforms',
 predicates' and connector's own keys. Every class name in a config
 (connector, converters, transforms, predicates) must name a registered
 plugin, every file path a plugin declares must pass the worker's
-FilePathPolicy, and every client override key the worker's
-``connector.client.config.override.policy``.
+FilePathPolicy, every client override key the worker's
+``connector.client.config.override.policy`` and every ``spark.*`` key its
+``spark.conf.override.policy``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from connect.runtime.connector_config import config_class_for, listed
 from connect.runtime.exactly_once_validation import check_exactly_once
 from connect.runtime.file_paths import FilePathPolicy
 from connect.runtime.plugins import PluginRegistry, connector_type
+from connect.runtime.spark_config_policy import SparkConfigOverridePolicy, spark_override_policy
 from connect.runtime.worker_config import WorkerConfig
 
 __all__ = ["ConnectorConfigValidator", "ValidationResult", "key_definition"]
@@ -117,16 +119,18 @@ class ConnectorConfigValidator:
     """Validates a connector config against the framework's keys and its plugins' ConfigDefs.
 
     ``file_paths`` is the worker's policy for the file paths plugins declare (without one only Python's
-    import path is protected) and ``override_policy`` its client config override policy (without one
-    ``All``, Kafka Connect's default); ``for_worker`` takes both from a worker config.
+    import path is protected), ``override_policy`` its client config override policy (without one
+    ``All``, Kafka Connect's default) and ``spark_policy`` its Spark config override policy (without one
+    ``Tuning``, the worker's default); ``for_worker`` takes them from a worker config.
     """
 
     def __init__(self, plugins: PluginRegistry, file_paths: FilePathPolicy | None = None,
                  override_policy: ClientConfigOverridePolicy | None = None, *,
-                 exactly_once_source: bool = False) -> None:
+                 exactly_once_source: bool = False, spark_policy: SparkConfigOverridePolicy | None = None) -> None:
         self.plugins = plugins
         self.file_paths = file_paths if file_paths is not None else FilePathPolicy()
         self.override_policy = override_policy if override_policy is not None else _ALL
+        self.spark_policy = spark_policy if spark_policy is not None else _TUNING
         self.exactly_once_source = exactly_once_source
 
     @classmethod
@@ -135,7 +139,8 @@ class ConnectorConfigValidator:
         if worker_config is None:
             return cls(plugins, FilePathPolicy.for_worker(None))
         return cls(plugins, FilePathPolicy.for_worker(worker_config), worker_config.client_config_override_policy,
-                   exactly_once_source=worker_config.exactly_once_source_enabled)
+                   exactly_once_source=worker_config.exactly_once_source_enabled,
+                   spark_policy=worker_config.spark_config_override_policy)
 
     def validate(self, props: Mapping[str, str]) -> ValidationResult:
         name = props.get("name")
@@ -162,6 +167,8 @@ class ConnectorConfigValidator:
         for error in self.file_paths.check(definition, props):
             _add_error(values, str(error.name), props, str(error))
         for key, message in self.override_policy.refusals(props):
+            _add_error(values, key, props, message)
+        for key, message in self.spark_policy.refusals(props):
             _add_error(values, key, props, message)
         return ValidationResult(name, definition, values, connector_cls)
 
@@ -294,6 +301,7 @@ def _add_error(values: dict[str, ConfigValue], key: str, props: Mapping[str, Any
 
 
 _ALL = override_policy("All")
+_TUNING = spark_override_policy("Tuning")
 
 
 def _listed_predicate(predicates: tuple[str, ...], key: str, value: Any) -> str | None:

@@ -14,6 +14,12 @@ A plugin declares the config keys that are file paths with the SDK's
   path (a sink writing ``x.pth`` or ``json.py`` there would run code at the
   next start).
 
+A key may also be declared a Hadoop-style URL (``FilePath(url=True)``: only
+``file:`` URLs and paths without a scheme are local, read as Hadoop's ``Path``
+reads them) or a path below another key's location (``FilePath(under=...)``:
+HdfsSparkSink's ``topics.dir`` below ``hdfs.url``, checked, default included,
+when that location is local).
+
 The check runs when a config is validated (REST create/validate, connector
 files) and again just before each task starts, since a path may have become a
 symlink in between.
@@ -26,7 +32,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from connect.api.config import ConfigDef, ConfigType, FilePath, parse_type
+from connect.api.config import ConfigDef, ConfigKey, ConfigType, FilePath, parse_type
 from connect.api.errors import ConfigException
 from connect.runtime.config_encryption import default_key_file
 from connect.runtime.worker_config import WorkerConfig
@@ -103,17 +109,36 @@ class FilePathPolicy:
 
     def check(self, definition: ConfigDef, config: Mapping[str, Any]) -> list[ConfigException]:
         """One ConfigException per key of ``definition`` declared a FilePath whose value in ``config`` is refused."""
-        errors = []
-        for key in definition.config_keys.values():
-            if FilePath.declared_by(key.validator) is None:
-                continue
-            value = config.get(key.name)
-            if not isinstance(value, str):
-                continue
-            value = value.strip()  # as the plugin's own parsing of a STRING does
-            if not value or "\x00" in value:
+        declared = {key.name: (key, found) for key in definition.config_keys.values()
+                    if (found := FilePath.declared_by(key.validator)) is not None}
+        refused: dict[str, ConfigException] = {}
+        # locations first, then the paths below them: one error for a refused hdfs.url, not one per folder
+        for key, path in sorted(declared.values(), key=lambda entry: entry[1].under is not None):
+            value = self._value(key, config, path.under is not None)
+            if not value:
                 continue  # no file (stdin/stdout), or a value its validator already refuses
-            reason = self.refusal(value)
+            base = None
+            if path.under is not None:
+                under = definition.config_keys.get(path.under)
+                base = self._value(under, config, True) if under is not None else None
+                if not base or path.under in refused:
+                    continue
+            local = path.local_path(value, base)
+            if local is None:
+                continue  # another file system's URL (hdfs://...)
+            reason = self.refusal(local)
             if reason is not None:
-                errors.append(ConfigException(key.name, value, reason))
-        return errors
+                refused[key.name] = ConfigException(key.name, value, reason)
+        return list(refused.values())
+
+    @staticmethod
+    def _value(key: ConfigKey, config: Mapping[str, Any], with_default: bool) -> str | None:
+        """``key``'s value in ``config``, stripped as the plugin's own parsing of a STRING does; its default too
+        when ``with_default`` (a location below another key's is used even when not given)."""
+        value = config.get(key.name)
+        if value is None and with_default:
+            value = key.default_value
+        if not isinstance(value, str):
+            return None
+        value = value.strip()
+        return value if value and "\x00" not in value else None

@@ -2,7 +2,8 @@
 
 The worker does not consume for such a task. It hands the task a context
 (its config, how to reach the worker's log, a state directory of the
-connector's own and the connector's dead-letter topic), calls ``start`` and
+connector's own, the connector's dead-letter topic and the worker config's
+settings for the task's engine, e.g. ``spark.*``), calls ``start`` and
 then the blocking ``run`` on the task thread, forwards pause/resume from the
 connector's target state, and calls ``stop`` from the stopping thread. The
 task's ``progress()`` is merged into the task status ``metrics`` and logged
@@ -96,6 +97,9 @@ class _Context(StreamingSinkTaskContext):
 
     def dead_letter_queue(self) -> DeadLetterQueue | None:
         return self._owner.dead_letter_queue
+
+    def worker_settings(self, prefix: str) -> Mapping[str, str]:
+        return self._owner.worker_config.passthrough_settings(prefix)
 
     def connector_name(self) -> str:
         return self._owner.id.connector

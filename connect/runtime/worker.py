@@ -146,6 +146,8 @@ class Worker:
                                for what in ("attempts", "success", "failure")}
         # for the sink tasks' lag (status and /metrics)
         self._log_ends = LogEndOffsets(backend.reader, all_topics=self._sink_topics)
+        spark_policy = config.spark_config_override_policy
+        log.info("spark.conf.override.policy=%s: %s", spark_policy.name, spark_policy.summary)
 
     def source_offset_stores(self, connector_config: Mapping[str, str]) -> list[OffsetStore]:
         """Where a source connector's offsets live, the store its tasks read first first: with exactly-once
@@ -289,10 +291,11 @@ class Worker:
 
     def _parse_connector_config(self, config_class: type[C], resolved: Mapping[str, str]) -> C:
         """A resolved connector config's framework keys, parsed once (ConfigException names a bad key); client
-        overrides the worker's policy refuses fail here too (validation refused them already, but a config
-        stored under a laxer policy may still arrive)."""
+        overrides and spark.* keys the worker's policies refuse fail here too (validation refused them already,
+        but a config stored under a laxer policy may still arrive)."""
         parsed = config_class(resolved)
-        refused = self.config.client_config_override_policy.refusals(parsed.originals)
+        refused = (self.config.client_config_override_policy.refusals(parsed.originals)
+                   + self.config.spark_config_override_policy.refusals(parsed.originals))
         if refused:
             key, message = refused[0]
             raise ConfigException(key, None, message)

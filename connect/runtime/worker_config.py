@@ -18,6 +18,9 @@ from connect.api.config import (
 )
 from connect.api.setting import Setting
 from connect.runtime.client_config_policy import POLICY_NAMES, ClientConfigOverridePolicy, override_policy
+from connect.runtime.spark_config_policy import POLICY_CONFIG as SPARK_POLICY_CONFIG
+from connect.runtime.spark_config_policy import POLICY_NAMES as SPARK_POLICY_NAMES
+from connect.runtime.spark_config_policy import SparkConfigOverridePolicy, spark_override_policy
 
 __all__ = ["DistributedConfig", "StandaloneConfig", "WorkerConfig", "worker_config_def"]
 
@@ -106,6 +109,20 @@ def worker_config_def() -> ConfigDef:
                            "takes it through -Djava.security.auth.login.config.")
     d.define("rest.request.max.bytes", ConfigType.INT, 4 * 1024 * 1024, Range.at_least(1), Importance.LOW,
              "Largest REST request body accepted; larger ones get 413 before they are read.")
+    # Slow clients (rest/server.py, connect/api/http_listener.py): requests are read off the request threads
+    d.define("rest.request.header.timeout.ms", ConfigType.INT, 10_000, Range.at_least(100), Importance.LOW,
+             "A REST request's line and headers must have arrived this long after its first byte; else it is "
+             "answered 408 and its connection closed.")
+    d.define("rest.request.body.timeout.ms", ConfigType.INT, 30_000, Range.at_least(100), Importance.LOW,
+             "A REST request's body must have arrived this long after its headers, and an answer must have been "
+             "taken by the client this long after its first byte; else 408 (when nothing was answered yet) and "
+             "the connection is closed.")
+    d.define("rest.idle.timeout.ms", ConfigType.INT, 30_000, Range.at_least(100), Importance.LOW,
+             "A REST connection that sends nothing for this long is closed (answered 408 if it was sending a "
+             "request).")
+    d.define("rest.max.connections", ConfigType.INT, 1000, Range.at_least(1), Importance.LOW,
+             "The most connections each REST listener holds open at once; a new one beyond gets 503 and is "
+             "closed.")
     d.define("rest.allowed.hosts", ConfigType.LIST, [], importance=Importance.LOW,
              documentation="More names the REST API answers to in the Host header (e.g. a proxy's); "
                            "* turns the Host check off.")
@@ -118,6 +135,14 @@ def worker_config_def() -> ConfigDef:
              "Which producer.override.*, consumer.override.* and admin.override.* keys a connector config "
              "may set: All (any), None (none) or Principal (sasl.jaas.config, sasl.mechanism, "
              "security.protocol); Kafka Connect's policy class names are accepted too.")
+    d.define(SPARK_POLICY_CONFIG, ConfigType.STRING, "Tuning", ValidString.in_(*SPARK_POLICY_NAMES),
+             Importance.MEDIUM,
+             "Which spark.* keys a connector config may hand the Spark session of the Spark sinks: None (none), "
+             "Tuning (only tuning keys with plain values: memory, cores, partitions, adaptive execution, Arrow "
+             "batch sizes, codecs, timeouts, and a local[...] spark.master; README, Security) or All (any, "
+             "including keys that load code, set JVM or environment options or name files: only for workers "
+             "whose every REST caller may run code as the worker's user). The worker config's own spark.* "
+             "settings are passed to the session whatever this says.")
     d.define("consumer.max.poll.records", ConfigType.INT, 500, Range.at_least(1), Importance.LOW,
              "Records a sink task asks for per poll (also settable as consumer.max.poll.records).")
     d.define("exactly.once.source.support", ConfigType.STRING, "disabled",
@@ -220,6 +245,16 @@ class WorkerConfig(AbstractConfig):
     @property
     def client_config_override_policy(self) -> ClientConfigOverridePolicy:
         return override_policy(self.get("connector.client.config.override.policy"))
+
+    @property
+    def spark_config_override_policy(self) -> SparkConfigOverridePolicy:
+        return spark_override_policy(self.get(SPARK_POLICY_CONFIG))
+
+    def passthrough_settings(self, prefix: str) -> dict[str, str]:
+        """The operator's settings under ``prefix`` (kept in the keys) that the worker does not define itself
+        but hands on, such as the ``spark.*`` settings of the Spark sinks' session."""
+        return {key: str(value) for key, value in self.originals_with_prefix(prefix, strip=False).items()
+                if key not in self.definition.config_keys and value not in (None, "")}
 
     def backend_config(self) -> dict[str, Any]:
         """The originals the topic layer needs (client keys and prefixes), with bootstrap normalised."""

@@ -6,8 +6,6 @@ Every test here is marked ``spark`` by tests/conftest.py, which also stops the r
 from __future__ import annotations
 
 import importlib.util
-import os
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,8 +19,10 @@ if importlib.util.find_spec("pyspark") is None:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """The pytest process's own Spark session (local[1]), for in-process tasks and reading back."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    """The pytest process's own Spark session (local[1]), for in-process tasks and reading back.
+
+    PYSPARK_PYTHON is left as the environment has it: the session hands Spark this interpreter itself
+    (tests/spark/test_worker_python.py)."""
     from spark_sinks.session import spark_session
 
     session = spark_session({"spark.master": "local[1]", "spark.driver.memory": "768m",

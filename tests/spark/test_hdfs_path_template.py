@@ -94,9 +94,41 @@ def test_template_parsing():
     assert t.static_root() == "/flume/events" and t.uses_time
     assert PathTemplate("/a/b").static_root() == "/a/b" and not PathTemplate("/a/{header:h}").uses_time
     for bad, why in [("rel/{time:HH}", "must start with /"), ("/a/{time:HH", "braces"),
-                     ("/a/{header: x}", "does not name a header"), ("/a/{time:HH%}", "not a date pattern")]:
+                     ("/a/{header: x}", "does not name a header"), ("/a/{time:HH%}", "not a date pattern"),
+                     ("/a/../{header:h}", "no . or .. folders"), ("/a/./b", "no . or .. folders"),
+                     ("/a/{header:h}/..", "no . or .. folders")]:
         with pytest.raises(ValueError, match=why):
             PathTemplate(bad)
+    assert PathTemplate("/a/..{header:h}/x.{time:HH}/.b").static_root() == "/a"
+
+
+def test_header_values_cannot_lead_a_template_folder_out_of_its_root(tmp_path, spark):
+    """A header is anyone's input (an HTTP or syslog client's): ``..`` in it climbed out of the template."""
+    from connect.log.api import NewTopic
+    from connect.log.embedded.backend import EmbeddedBackend
+
+    log_dir, topic = tmp_path / "data", "hosts"
+    hosts = [b"web", b"..", b"../../outside", b"a/b", b".", b"./..", b"/"]
+    backend = EmbeddedBackend(str(log_dir))
+    backend.admin().create_topic(NewTopic(topic, 1, 1), exist_ok=True)
+    producer = backend.producer()
+    producer.send_batch(topic, 0, [f"event {i}".encode() for i in range(len(hosts))],
+                        headers=[(("host", h), ("app", b".")) for h in hosts])
+    assert producer.flush(10) == 0
+    producer.close()
+    backend.close()
+    landed, outside = tmp_path / "landed", tmp_path / "outside"
+    props = {"name": "hosts", "topics": topic, "hdfs.url": f"file://{landed}", "spark.master": "local[1]",
+             "trigger.interval.ms": "200", "format": "text", "path.template": "/events/{header:host}/{header:app}"}
+    with InProcessTask(HdfsSparkSinkTask, props, log_dir, tmp_path / "state") as t:
+        t.wait_records(len(hosts))
+    folders = {str(f.parent.relative_to(landed)): f.read_text().splitlines()
+               for f in landed.rglob("hosts+*") if f.is_file()}
+    assert not outside.exists()
+    # each . or .. folder a header made became _; other text, slashes included, stays as Flume writes it
+    assert folders == {"events/web/_": ["event 0"], "events/_/_": ["event 1", "event 4"],
+                       "events/_/_/outside/_": ["event 2"], "events/a/b/_": ["event 3"],
+                       "events/_/_/_": ["event 5"], "events/_": ["event 6"]}
 
 
 def test_sequence_files_hold_the_time_and_body_as_flumes_hdfs_sink_writes_them(tmp_path, hdfs, spark):

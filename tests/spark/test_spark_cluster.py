@@ -68,17 +68,17 @@ def test_records_land_in_hdfs_and_opensearch_exactly_once_on_the_cluster_across_
                           hdfs__url=hdfs.url, topics__dir=f"{root}/topics", logs__dir=f"{root}/logs",
                           format="parquet", path__format="dt=YYYY-MM-dd/hour=HH",
                           value__schema="id BIGINT, n BIGINT, name STRING", max__offsets__per__trigger=BATCH,
-                          trigger__interval__ms=500, **{"spark.master": spark_cluster.master_url,
-                                                       "spark.driver.memory": "768m",
+                          trigger__interval__ms=500, **{"spark.driver.memory": "768m",
                                                        "spark.executor.memory": "768m",
                                                        "spark.cores.max": "2",
                                                        "spark.sql.shuffle.partitions": "2"})
     search = connector_file(tmp_path, "cluster-search", connector__class="ElasticsearchSparkSink", topics=topic,
                             connection__url=opensearch.url, key__ignore="true", batch__size=2000,
-                            max__offsets__per__trigger=BATCH, trigger__interval__ms=500,
-                            **{"spark.master": spark_cluster.master_url})
+                            max__offsets__per__trigger=BATCH, trigger__interval__ms=500)
+    # a cluster master is the operator's to choose (spark.conf.override.policy=Tuning lets a connector config
+    # name only local[...]): the worker config's spark.* settings go to the session as they are
     worker = Worker(tmp_path, sink, search, bootstrap_servers=kafka.bootstrap_servers,
-                    offset_storage_file_filename=tmp_path / "connect.offsets")
+                    offset_storage_file_filename=tmp_path / "connect.offsets", spark_master=spark_cluster.master_url)
     # the worker runs on Kafka: no embedded log
     worker.config.write_text("\n".join(line for line in worker.config.read_text().splitlines()
                                        if not line.startswith("embedded.log.dir")) + "\n")
