@@ -12,6 +12,8 @@ need_apt=()
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+# iproute2: the multi-host tests put the broker and each worker in a network namespace of their own (ip netns)
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 # chromium (with its chromedriver): the headless browser the /ui status-page tests drive through Playwright.
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then

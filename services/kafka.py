@@ -10,13 +10,14 @@ import base64
 import logging
 import os
 import shutil
+import socket
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from services import maven
-from services.base import Service, ServiceError, free_port, port_is_open
+from services.base import Service, ServiceError, free_port
 
 __all__ = ["KAFKA_ARTIFACTS", "KAFKA_VERSION", "KafkaService"]
 
@@ -87,7 +88,7 @@ def java_executable() -> str:
 
 
 class KafkaService(Service):
-    """Apache Kafka in KRaft mode, one node, PLAINTEXT on 127.0.0.1.
+    """Apache Kafka in KRaft mode, one node, PLAINTEXT on ``host`` (127.0.0.1 unless told).
 
     ``stop()``/``kill()`` followed by ``start()`` brings the same broker back
     on the same ports with its data, which outage tests rely on.
@@ -103,8 +104,12 @@ class KafkaService(Service):
         work_dir: str | os.PathLike[str] | None = None,
         heap: str = "512m",
         extra_config: Mapping[str, str] | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
+        """``host``: the address it listens and advertises on (a network namespace's own address for a
+        broker on a simulated host of its own, tests/distributed/multihost.py)."""
         super().__init__(work_dir)
+        self.host = host
         self.port = port or free_port()
         self.controller_port = controller_port or free_port()
         while self.controller_port == self.port:
@@ -130,15 +135,15 @@ class KafkaService(Service):
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     def server_properties(self) -> dict[str, str]:
         props = {
             "process.roles": "broker,controller",
             "node.id": "1",
-            "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.quorum.bootstrap.servers": f"{self.host}:{self.controller_port}",
+            "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "inter.broker.listener.name": "PLAINTEXT",
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
@@ -218,7 +223,7 @@ class KafkaService(Service):
     def ready(self) -> bool:
         # A plain connect first: while the JVM boots this fails at once,
         # where a metadata request would sit out its whole timeout.
-        if not port_is_open(self.port):
+        if not _accepts(self.host, self.port):
             return False
         from confluent_kafka.admin import AdminClient
 
@@ -268,6 +273,15 @@ class KafkaService(Service):
         return self.run_tool(
             CONSUMER_GROUP_COMMAND, "--bootstrap-server", self.bootstrap_servers, *args, timeout=timeout
         )
+
+
+def _accepts(host: str, port: int) -> bool:
+    """True if something accepts TCP connections on ``host:port`` (services.base.port_is_open, any host)."""
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
 class _QuietLogger(logging.LoggerAdapter[logging.Logger]):

@@ -138,7 +138,12 @@ class WorkerSinkTask(WorkerTask):
                 self._resume_all()
                 self.report_running()
             self.iteration()
-        self.commit_offsets(closing=True)
+        if not self.is_cancelled:
+            self.commit_offsets(closing=True)
+        else:
+            # its worker lost it to another (group membership lost): the new owner resumes from the last
+            # commit, and a commit from here could not reach the log anyway, only hold up the stop
+            log.info("%s Cancelled: the final commit of offsets is left out", self)
 
     def paused_iteration(self) -> None:
         """One turn while the connector is PAUSED: no put, but commits on time and group membership kept."""
@@ -188,6 +193,10 @@ class WorkerSinkTask(WorkerTask):
         self._maybe_commit()
         self._apply_rewinds()
         batches = self.consumer.poll(self._poll_timeout(POLL_TIMEOUT), self.max_records)
+        if batches and self.is_stopping:
+            # asked to stop meanwhile (a blocking commit or poll returned late): these records are not put and not
+            # committed, so whoever runs this task next reads them again; its partitions may be theirs already
+            return
         if batches:
             CONTROL_PRIORITY.yield_to_control()
             try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -405,8 +406,9 @@ class Worker:
         conv.configure(settings)  # type: ignore[attr-defined]
         return conv  # type: ignore[return-value]
 
-    def stop_tasks(self, task_ids: list[ConnectorTaskId], timeout: float | None = None) -> None:
-        """Signal all, then wait for all (so shutting down N tasks takes one timeout, not N)."""
+    def stop_tasks(self, task_ids: list[ConnectorTaskId], timeout: float | None = None, report: bool = True) -> None:
+        """Signal all, then wait for all (so shutting down N tasks takes one timeout, not N). ``report=False``:
+        the tasks report no state as they stop (this worker has lost them to others, which report them)."""
         if timeout is None:
             timeout = self.config.task_shutdown_graceful_timeout_ms / 1000
         with self._lock:
@@ -414,11 +416,15 @@ class Worker:
             for tid, _ in tasks:
                 self._connector_tasks.get(tid.connector, {}).pop(tid, None)
         for _, task in tasks:
+            if not report:
+                task.cancel()
             task.stop()
+        deadline = time.monotonic() + timeout
         for tid, task in tasks:
-            if not task.await_stop(timeout):
+            if not task.await_stop(max(0.0, deadline - time.monotonic())):
                 log.error("[%s] Graceful stop of task %s failed: still running after %.1f s", tid.connector, tid,
                           timeout)
+                task.cancel()
 
     def task_ids(self, connector: str | None = None) -> list[ConnectorTaskId]:
         with self._lock:

@@ -84,6 +84,7 @@ class WorkerTask(abc.ABC):
         self._state_changed = threading.Condition()
         self._target = target_state
         self._failed = False
+        self._cancelled = False
         self._reported: State | None = None  # the state this thread last reported
         self._last_summary: dict[str, int | float] | None = None
         self._thread = threading.Thread(target=self._run, name=f"task-{task_id}", daemon=True)
@@ -106,6 +107,16 @@ class WorkerTask(abc.ABC):
     def await_stop(self, timeout: float) -> bool:
         self._thread.join(timeout)
         return not self._thread.is_alive()
+
+    def cancel(self) -> None:
+        """This task reports no state any more (as Kafka Connect's WorkerTask.cancel): it was given up for
+        stopped, and may run on another worker by the time its thread ends, so an UNASSIGNED or FAILED from
+        here would hide that worker's state."""
+        self._cancelled = True
+
+    @property
+    def is_cancelled(self) -> bool:
+        return self._cancelled
 
     def transition_to(self, state: TargetState) -> None:
         with self._state_changed:
@@ -217,6 +228,8 @@ class WorkerTask(abc.ABC):
             log.info("%s Task resumed", self)
 
     def _set_status(self, state: State, trace: str | None = None) -> None:
+        if self._cancelled:
+            return
         self._reported = state
         self.status.put_task(self.id, Status(state, self.worker_id, trace))
 

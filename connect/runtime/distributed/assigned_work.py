@@ -96,14 +96,15 @@ class AssignedWork:
         log.info("[%s] Starting task %s", task.connector, task)
         self.worker.start_task(task, config, task_configs[task.task], target)
 
-    def stop(self, connectors: Collection[str], tasks: Collection[ConnectorTaskId]) -> None:
-        """Stop work taken away from this worker (tasks first: they commit their offsets as they stop)."""
+    def stop(self, connectors: Collection[str], tasks: Collection[ConnectorTaskId], report: bool = True) -> None:
+        """Stop work taken away from this worker (tasks first: they commit their offsets as they stop);
+        ``report=False``: the stopping tasks write no status (the work is the group's other members' now)."""
         with self._lock:
             self._connectors.difference_update(connectors)
             self._tasks.difference_update(tasks)
         if tasks:
             log.info("Stopping %d task(s): %s", len(tasks), ", ".join(map(str, sorted(tasks))))
-            self.worker.stop_tasks(sorted(tasks))
+            self.worker.stop_tasks(sorted(tasks), report=report)
         for name in sorted(connectors):
             self.worker.stop_connector(name)
 

@@ -249,6 +249,21 @@ class ClusterWork:
         self._assigned_connectors = self._assigned_connectors - set(connectors)
         self._assigned_tasks = self._assigned_tasks - set(tasks)
 
+    def on_membership_lost(self, connectors: frozenset[str], tasks: frozenset[ConnectorTaskId]) -> None:
+        # Out of the group: the others run this work now. Until the next assignment this worker leads
+        # nothing and knows no leader, so writes sent to it answer 409 rather than going to a stale leader.
+        self._rebalancing = True
+        self._leader_id = self._leader_url = None
+        self._write_privileges = False
+        self._rejoin_at = None
+        # the tasks report no UNASSIGNED: sent from here once the link is back, it would land over the
+        # RUNNING of the workers that took them over
+        self._work.stop(self._work.connectors | connectors, self._work.tasks | tasks, report=False)
+        self._assigned_connectors, self._assigned_tasks = frozenset(), frozenset()
+        for name in connectors:
+            self._reconfigure.pop(name, None)
+            self._reconfigure_delay.pop(name, None)
+
     def _handle_assignment(self, a: Assignment, generation: int) -> None:
         self._generation = generation
         set_generation = getattr(self.status, "set_generation", None)

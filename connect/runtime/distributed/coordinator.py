@@ -6,12 +6,19 @@ librdkafka only speaks the ``consumer`` group protocol, so membership uses kafka
 drives it with ``poll``: joins, rejoins and the leader's assignment all happen inside ``poll`` and are
 reported to the ``RebalanceListener`` on that thread; kafka-python's heartbeat thread keeps the session
 alive between polls. The data path stays on confluent-kafka.
+
+A worker that cannot reach its coordinator for longer than the session timeout has been dropped from the
+group, whose other members take its work: it stops that work itself (Kafka Connect's WorkerCoordinator does
+the same), so that no connector or task runs on a worker that is not a member, and joins again as a new
+member once the coordinator answers.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import threading
+import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol
 
@@ -81,6 +88,10 @@ class RebalanceListener(Protocol):
     def on_revoked(self, leader: str, connectors: Collection[str], tasks: Collection[ConnectorTaskId]) -> None:
         """Eager protocol only: everything this worker ran, before it rejoins."""
 
+    def on_membership_lost(self, connectors: frozenset[str], tasks: frozenset[ConnectorTaskId]) -> None:
+        """The group has dropped this worker (its coordinator unreachable past the session timeout): stop all
+        of its work, on the poll thread; it is no longer a member, so it knows no leader either."""
+
 
 class _ConnectCoordinator(BaseCoordinator):  # type: ignore[misc]
     """kafka-python's group state machine with the ``connect`` protocol's hooks."""
@@ -131,13 +142,13 @@ class WorkerGroupMember:
         self._listener = listener
         self._sync_timeout_s = sync_timeout_ms / 1000
         self._rebalance_timeout_ms = rebalance_timeout_ms
-        self._client = KafkaClient(bootstrap_servers=bootstrap_servers.split(","),
-                                   client_id=client_id or f"connect-{rest_url}",
-                                   **kafka_python_client_configs(client_configs or {}))
-        self._coordinator = _ConnectCoordinator(
-            self._client, self, group_id=group_id, session_timeout_ms=session_timeout_ms,
-            heartbeat_interval_ms=heartbeat_interval_ms, max_poll_interval_ms=rebalance_timeout_ms,
-            retry_backoff_ms=100)
+        self._session_timeout_ms = session_timeout_ms
+        self._heartbeat_interval_ms = heartbeat_interval_ms
+        self._client, self._coordinator = self._connect(
+            bootstrap_servers, client_id or f"connect-{rest_url}", kafka_python_client_configs(client_configs or {}),
+            {"group_id": group_id, "session_timeout_ms": session_timeout_ms,
+             "heartbeat_interval_ms": heartbeat_interval_ms, "max_poll_interval_ms": rebalance_timeout_ms,
+             "retry_backoff_ms": 100})
         self._cooperative = IncrementalCooperativeAssignor(clock, scheduled_rebalance_max_delay_ms)
         self._eager = EagerAssignor()
         self._wake = threading.Event()
@@ -151,19 +162,78 @@ class WorkerGroupMember:
         self.connectors: frozenset[str] = frozenset()
         self.tasks: frozenset[ConnectorTaskId] = frozenset()
 
+    def _connect(self, bootstrap_servers: str, client_id: str, client_configs: Mapping[str, Any],
+                 coordinator_configs: Mapping[str, Any]) -> tuple[Any, Any]:
+        """The group member's Kafka client and its coordinator state machine (unit tests give stand-ins)."""
+        client = KafkaClient(bootstrap_servers=bootstrap_servers.split(","), client_id=client_id, **client_configs)
+        return client, _ConnectCoordinator(client, self, **coordinator_configs)
+
     # --- driving ------------------------------------------------------------------------------------------
     def poll(self, timeout_ms: int) -> None:
         """Join if needed (callbacks run here), keep the session alive, and wait at most ``timeout_ms``
-        unless a join is under way (which takes up to the rebalance timeout) or ``wakeup`` is called."""
+        unless a join is under way (which takes up to the rebalance timeout) or ``wakeup`` is called.
+
+        While the coordinator cannot be found, each poll looks for it for up to ``heartbeat.interval.ms`` (as
+        Kafka Connect's), and a join is waited for in steps of that length: between them, a worker whose
+        coordinator has been silent past the session timeout and cannot be reached gives up its work."""
         if self._closed:
             return
         coordinator = self._coordinator
-        if coordinator.need_rejoin() or coordinator.coordinator_unknown():
-            coordinator.ensure_active_group(timeout_ms=max(timeout_ms, self._rebalance_timeout_ms))
+        if coordinator.coordinator_unknown() and not coordinator.ensure_coordinator_ready(
+                timeout_ms=self._heartbeat_interval_ms):
+            self._maybe_give_up_membership()
+            self._wake.clear()
+            return
+        if coordinator.need_rejoin():
+            # kafka-python keeps a join that is still under way and resumes it on the next call
+            deadline = time.monotonic() + max(timeout_ms, self._rebalance_timeout_ms) / 1000
+            while not coordinator.ensure_active_group(timeout_ms=self._heartbeat_interval_ms):
+                if self._maybe_give_up_membership() or time.monotonic() >= deadline:
+                    break
         coordinator.poll_heartbeat()
         if timeout_ms > 0 and not coordinator.need_rejoin():
             self._wake.wait(timeout_ms / 1000)
         self._wake.clear()
+
+    def _maybe_give_up_membership(self) -> bool:
+        """Once the coordinator has not answered for longer than the session timeout and cannot be reached,
+        the group has dropped this worker (or will before any request of it gets through) and hands its work
+        to the others: the work stops here. True if it did."""
+        if not (self.connectors or self.tasks):
+            return False
+        heartbeat = self._coordinator.heartbeat
+        # kafka-python's own measure (wall clock): the last heartbeat answered, or the last join completed
+        silent_s = time.time() - max(heartbeat.last_receive, heartbeat.last_reset)
+        if silent_s <= self._session_timeout_ms / 1000:
+            return False
+        if not self._coordinator.coordinator_unknown() and self._coordinator_reachable():
+            return False  # a join that waits for the other members (up to the rebalance timeout) is no loss
+        connectors, tasks = self.connectors, self.tasks
+        log.warning("Group coordinator of group %s unreachable for %.1f s (session.timeout.ms=%d): this worker is "
+                    "not a member of the group any more and stops its %d connector(s) and %d task(s) (%s), so that "
+                    "they do not run beside the workers that take them over; it joins again when the coordinator "
+                    "answers", self.group_id, silent_s, self._session_timeout_ms, len(connectors), len(tasks),
+                    ", ".join([*sorted(connectors), *map(str, sorted(tasks))]))
+        self.connectors, self.tasks = frozenset(), frozenset()
+        self.leader_id = self.leader_url = None
+        # rejoin as a new member: the old member id is gone from the group, and asking with it only costs
+        # a round trip to learn that
+        self._coordinator.reset_generation()
+        self._listener.on_membership_lost(connectors, tasks)
+        return True
+
+    def _coordinator_reachable(self) -> bool:
+        """A new TCP connection to the coordinator opens within ``heartbeat.interval.ms``. The connection the
+        join waits on cannot tell: a request in flight over a cut link just sits there until it times out."""
+        node = self._coordinator.coordinator_id
+        broker = self._client.cluster.broker_metadata(node) if node is not None else None
+        if broker is None:
+            return False
+        try:
+            with socket.create_connection((broker.host, broker.port), timeout=self._heartbeat_interval_ms / 1000):
+                return True
+        except OSError:
+            return False
 
     def wakeup(self) -> None:
         """Make a waiting ``poll`` return soon (from any thread)."""
