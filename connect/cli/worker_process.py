@@ -67,7 +67,10 @@ def rest_worker_id(config: Any) -> str:
             host = socket.getfqdn() or socket.gethostname()
     port = config.get("rest.advertised.port")
     if port is None and chosen is not None:
-        port = chosen.port
+        try:
+            port = chosen.port
+        except ValueError:
+            port = None  # out of range: the REST server refuses the listener with a line naming the key
     return f"{host}:{port}" if port else f"{host}:{uuid.uuid4().hex[:8]}"
 
 

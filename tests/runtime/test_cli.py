@@ -107,6 +107,10 @@ def test_a_worker_on_every_interface_is_known_by_this_machines_name():
     assert _worker_id(_config(listeners="http://0.0.0.0:8083")) == f"{name}:8083"
 
 
+def test_a_listener_port_out_of_range_is_left_to_the_rest_servers_check():
+    assert _worker_id(_config(listeners="http://127.0.0.1:99999")).startswith("127.0.0.1:")
+
+
 def test_a_worker_without_listeners_gets_a_unique_id():
     config = _config(listeners="")
     assert _worker_id(config) != _worker_id(config)
