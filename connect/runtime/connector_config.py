@@ -44,6 +44,9 @@ TRANSFORMS_GROUP = "Transforms"
 PREDICATES_GROUP = "Predicates"
 ERROR_GROUP = "Error Handling"
 TOPIC_CREATION_GROUP = "Topic Creation"
+# Kafka Connect's names for the source connector's own groups, which validation answers list
+EXACTLY_ONCE_SUPPORT_GROUP = "Exactly Once Support"
+OFFSETS_TOPIC_GROUP = "offsets.topic"
 TOPIC_CREATION_PREFIX = "topic.creation."
 DEFAULT_GROUP = "default"
 MAX_POLL_RECORDS_OVERRIDE = "consumer.override.max.poll.records"
@@ -145,20 +148,20 @@ def source_connector_def() -> ConfigDef:
              "requested: the connector runs exactly once when the worker has exactly.once.source.support=enabled, "
              "without asking the connector first; required: validation also asks the connector "
              "(SourceConnector.exactly_once_support) and refuses the config unless it answers SUPPORTED.",
-             group=COMMON_GROUP, order_in_group=9)
+             group=EXACTLY_ONCE_SUPPORT_GROUP, order_in_group=1)
     d.define("transaction.boundary", ConfigType.STRING, "poll",
              CaseInsensitiveValidString.in_("poll", "interval", "connector"), Importance.MEDIUM,
              "Where an exactly-once source task's transactions end: poll (after every poll's records), interval "
              "(every transaction.boundary.interval.ms) or connector (where the task asks, through its "
              "TransactionContext). Ignored unless the worker runs sources exactly once.",
-             group=COMMON_GROUP, order_in_group=10)
+             group=EXACTLY_ONCE_SUPPORT_GROUP, order_in_group=2)
     d.define("transaction.boundary.interval.ms", ConfigType.LONG, None, Range.at_least(0), Importance.LOW,
              "With transaction.boundary=interval, how long a transaction stays open; unset: the worker's "
-             "offset.flush.interval.ms.", group=COMMON_GROUP, order_in_group=11)
+             "offset.flush.interval.ms.", group=EXACTLY_ONCE_SUPPORT_GROUP, order_in_group=3)
     d.define("offsets.storage.topic", ConfigType.STRING, None, importance=Importance.LOW,
              documentation="A topic of this connector's own for its source offsets (exactly-once tasks write them "
                            "in their transactions); unset: the worker's offset topic. Offsets not found there are "
-                           "looked up in the worker's store.", group=COMMON_GROUP, order_in_group=12)
+                           "looked up in the worker's store.", group=OFFSETS_TOPIC_GROUP, order_in_group=1)
     # Headrace extension: a dead-letter topic for source records that fail conversion or a transform
     _define_dead_letter_queue(d)
     _define_topic_creation_group(d, DEFAULT_GROUP)

@@ -46,9 +46,13 @@ __all__ = ["ConnectorConfigValidator", "ValidationResult", "key_definition"]
 
 @attrs.define
 class ValidationResult:
-    """All keys checked, with the definitions they were checked against."""
+    """All keys checked, with the definitions they were checked against.
 
-    name: str | None
+    ``connector_type`` is the ``connector.class`` as the config gave it (an alias or a class name): Kafka Connect
+    names the ConfigInfos after it, not after the connector.
+    """
+
+    connector_type: str | None
     definition: ConfigDef
     values: dict[str, ConfigValue]
     connector_class: type[Connector] | None
@@ -81,7 +85,7 @@ class ValidationResult:
             if name not in self.definition.config_keys:
                 configs.append({"definition": None, "value": _value_json(None, cv)})
         return {
-            "name": self.name or "",
+            "name": self.connector_type or "",
             "error_count": self.error_count,
             "groups": self.definition.groups,
             "configs": configs,
@@ -143,7 +147,6 @@ class ConnectorConfigValidator:
                    spark_policy=worker_config.spark_config_override_policy)
 
     def validate(self, props: Mapping[str, str]) -> ValidationResult:
-        name = props.get("name")
         class_name = props.get("connector.class")
         connector_cls: type[Connector] | None = None
         class_error: str | None = None
@@ -170,7 +173,7 @@ class ConnectorConfigValidator:
             _add_error(values, key, props, message)
         for key, message in self.spark_policy.refusals(props):
             _add_error(values, key, props, message)
-        return ValidationResult(name, definition, values, connector_cls)
+        return ValidationResult(class_name, definition, values, connector_cls)
 
     def check_task_paths(self, connector_config: Mapping[str, str], task_config: Mapping[str, str]) -> None:
         """Check again, just before a task starts, the file paths declared by the connector and its transforms.

@@ -284,11 +284,14 @@ def _parse_offsets(body: dict[str, Any]) -> list[ConnectorOffset]:
         partition = entry.get("partition")
         if not isinstance(partition, dict):
             raise RestError(400, f"offsets[{i}].partition must be an object")
-        # Kafka takes a missing "offset" as null, which resets the partition; Headrace wants that said
-        # explicitly so that a typo cannot wipe an offset.
-        if "offset" not in entry:
-            raise RestError(400, f"offsets[{i}] has no \"offset\"; give an object, or null to reset the partition")
-        offset = entry["offset"]
+        # A key beside "partition" and "offset" is most likely "offset" misspelt: read as a missing offset it
+        # would reset the partition, so it is refused rather than ignored.
+        unknown = sorted(set(entry) - {"partition", "offset"})
+        if unknown:
+            raise RestError(400, f"offsets[{i}] has unknown key(s) {', '.join(unknown)}; an entry has only "
+                                 "\"partition\" and \"offset\"")
+        # As in Kafka Connect, an entry without "offset" means "offset": null: reset that partition.
+        offset = entry.get("offset")
         if offset is not None and not isinstance(offset, dict):
             raise RestError(400, f"offsets[{i}].offset must be an object, or null to reset the partition")
         parsed.append(ConnectorOffset(partition=partition, offset=offset))

@@ -261,7 +261,7 @@ def test_bad_requests_get_clear_4xx(worker, tmp_path):
                   json={"connector.class": "FileStreamSink", "name": "v", "tasks.max": "-1"})
         assert r.status_code == 200
         body = r.json()
-        assert body["name"] == "v" and body["error_count"] >= 2
+        assert body["name"] == "FileStreamSink" and body["error_count"] >= 2
         errors = {cfg["value"]["name"]: cfg["value"]["errors"] for cfg in body["configs"]}
         assert errors["tasks.max"] and "at least 1" in errors["tasks.max"][0]
         assert errors["topics"] and errors["topics.regex"]

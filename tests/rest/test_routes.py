@@ -347,6 +347,11 @@ def test_offsets_get_patch_delete_when_stopped(client: FlaskClient) -> None:
     reset_one = {"offsets": [{"partition": {"filename": "/tmp/in.txt"}, "offset": None}]}
     assert client.patch("/connectors/src/offsets", json=reset_one).status_code == 200
     assert client.get("/connectors/src/offsets").get_json() == {"offsets": []}
+    # as in Kafka Connect, an entry without "offset" resets its partition like "offset": null
+    assert client.patch("/connectors/src/offsets", json=OFFSETS).status_code == 200
+    reset_by_omission = {"offsets": [{"partition": {"filename": "/tmp/in.txt"}}]}
+    assert client.patch("/connectors/src/offsets", json=reset_by_omission).status_code == 200
+    assert client.get("/connectors/src/offsets").get_json() == {"offsets": []}
     r = client.delete("/connectors/src/offsets")
     assert r.status_code == 200 and "reset" in r.get_json()["message"]
 
@@ -368,7 +373,7 @@ def test_sink_offsets_shape_is_checked_by_the_herder(client: FlaskClient) -> Non
         ({"offsets": [1]}, "offsets[0]"),
         ({"offsets": [{"offset": {"p": 1}}]}, "offsets[0].partition"),
         ({"offsets": [{"partition": "x", "offset": {"p": 1}}]}, "offsets[0].partition"),
-        ({"offsets": [{"partition": {"f": 1}}]}, 'no "offset"'),
+        ({"offsets": [{"partition": {"f": 1}, "ofset": {"p": 1}}]}, "ofset"),
         ({"offsets": [{"partition": {"f": 1}, "offset": 3}]}, "offsets[0].offset"),
     ],
 )

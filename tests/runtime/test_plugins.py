@@ -72,6 +72,17 @@ def test_validation_collects_every_error(plugins):
     assert {c["definition"]["name"] for c in body["configs"] if c["definition"]} >= {"name", "file", "topics"}
 
 
+def test_validation_answer_is_named_after_the_connector_class_with_kafka_connects_groups(plugins):
+    # Kafka Connect 4.1 names the ConfigInfos after connector.class as sent, and a source's exactly-once and
+    # offsets-topic keys have groups of their own (checked against Java in tests/compat/test_side_by_side.py)
+    body = ConnectorConfigValidator(plugins).validate({
+        "name": "v1", "connector.class": "FileStreamSource", "topic": "t", "file": "/tmp/in.txt",
+    }).to_config_infos()
+    assert body["name"] == "FileStreamSource"
+    assert body["groups"] == ["Common", "Transforms", "Predicates", "Error Handling", "Topic Creation",
+                              "Exactly Once Support", "offsets.topic"]
+
+
 def test_transform_configs_are_validated_with_the_transform_configdef(plugins):
     result = ConnectorConfigValidator(plugins).validate({
         "name": "x", "connector.class": "FileStreamSource", "topic": "t",
