@@ -7,6 +7,7 @@ import logging
 from flask import Flask, Response, current_app, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 
+from connect.api.http_listener import RequestTimedOut
 from connect.runtime.herder import Herder, HerderError, NotLeaderError
 from connect.schema_registry.api import SchemaRegistry
 from rest.access_log import AccessLogMiddleware, printable
@@ -66,6 +67,14 @@ def _register_error_handlers(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def http_error(e: HTTPException) -> Response:
         return _http_error(e)
+
+    @app.errorhandler(RequestTimedOut)
+    def request_timed_out(e: RequestTimedOut) -> Response:
+        # a body the listener could not read ahead (rest/server.py), still arriving at its deadline: the
+        # client's doing, not the worker's
+        response = error_response(408, "The request's body did not arrive within rest.request.body.timeout.ms")
+        response.headers["Connection"] = "close"
+        return response
 
     @app.errorhandler(Exception)
     def unexpected_error(e: Exception) -> Response:

@@ -14,16 +14,17 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import attrs
-from cheroot import server as cheroot_server
-from cheroot import wsgi
+import orjson
 
+from connect.api.http_listener import GuardedConnection, GuardedServer, ListenerLimits
 from rest.access_log import WsgiApp
 from rest.auth import basic_auth_enabled
 from rest.context import ConfigSource, setting
 from rest.responses import RestConfigError
 from rest.tls import ssl_adapter
 
-__all__ = ["DEFAULT_LISTENERS", "Listener", "RequestObserver", "RestConfigError", "RestServer", "parse_listeners"]
+__all__ = ["DEFAULT_LISTENERS", "Listener", "RequestObserver", "RestConfigError", "RestServer", "listener_limits",
+           "parse_listeners"]
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +34,24 @@ DEFAULT_LISTENERS = "http://127.0.0.1:8083"
 DEFAULT_THREADS = 8
 # On stop, how long requests already being handled get to finish and send their answers.
 _DRAIN_TIMEOUT_S = 5
-# How long an idle keep-alive connection or a slow client may hold a worker thread.
-_SOCKET_TIMEOUT_S = 30
 # Request line and headers together (cheroot reads them unbounded by default); Jetty under Kafka
 # Connect allows 8 KiB, and an Authorization header or a long query fit well within this.
 MAX_REQUEST_HEADER_BYTES = 64 * 1024
+_DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024  # rest.request.max.bytes (rest.guards reads it for the app)
+
+# The bounds of each REST listener: (setting, default, least allowed). The request threads never wait for a
+# client: a request reaches one only once it has all arrived (connect.api.http_listener).
+HEADER_TIMEOUT_CONFIG = "rest.request.header.timeout.ms"
+BODY_TIMEOUT_CONFIG = "rest.request.body.timeout.ms"
+IDLE_TIMEOUT_CONFIG = "rest.idle.timeout.ms"
+MAX_CONNECTIONS_CONFIG = "rest.max.connections"
+_BOUNDS = {
+    HEADER_TIMEOUT_CONFIG: (10_000, 100),
+    BODY_TIMEOUT_CONFIG: (30_000, 100),
+    # Jetty's idle timeout under Kafka Connect
+    IDLE_TIMEOUT_CONFIG: (30_000, 100),
+    MAX_CONNECTIONS_CONFIG: (1000, 1),
+}
 
 _LISTENER = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>\d+)/?$")
 _SCHEMES = ("http", "https")
@@ -80,9 +94,35 @@ def parse_listeners(value: str | Sequence[str]) -> list[Listener]:
     return listeners
 
 
-_LOOP_INTERVAL_S = 0.1
-# how long after a stop began its accept loop is woken: by then cheroot has asked the loop to stop
-_WAKE_DELAY_S = 0.005
+def _bound(config: ConfigSource, key: str) -> int:
+    default, least = _BOUNDS[key]
+    value = setting(config, key, default)
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise RestConfigError(f"{key}: {value!r} is not a whole number") from None
+    if number < least:
+        raise RestConfigError(f"{key}: {number} is below the least allowed, {least}")
+    return number
+
+
+def listener_limits(config: ConfigSource) -> ListenerLimits:
+    """The bounds of the REST listeners from the worker config (RestConfigError naming a bad setting)."""
+    body_value = setting(config, "rest.request.max.bytes", _DEFAULT_MAX_BODY_BYTES)
+    try:
+        max_body = int(body_value)
+    except (TypeError, ValueError):
+        raise RestConfigError(f"rest.request.max.bytes: {body_value!r} is not a number of bytes") from None
+    return ListenerLimits(
+        header_timeout=_bound(config, HEADER_TIMEOUT_CONFIG) / 1000,
+        body_timeout=_bound(config, BODY_TIMEOUT_CONFIG) / 1000,
+        idle_timeout=_bound(config, IDLE_TIMEOUT_CONFIG) / 1000,
+        max_connections=_bound(config, MAX_CONNECTIONS_CONFIG),
+        max_header_bytes=MAX_REQUEST_HEADER_BYTES,
+        max_body_bytes=max(1, max_body),
+        keys={"header_timeout": HEADER_TIMEOUT_CONFIG, "body_timeout": BODY_TIMEOUT_CONFIG,
+              "max_connections": MAX_CONNECTIONS_CONFIG, "idle_timeout": IDLE_TIMEOUT_CONFIG},
+    )
 
 
 class RequestObserver(Protocol):
@@ -93,7 +133,7 @@ class RequestObserver(Protocol):
     def request_finished(self) -> None: ...
 
 
-class _ObservedConnection(cheroot_server.HTTPConnection):
+class _ObservedConnection(GuardedConnection):
     """A connection that tells the server's observer when the request it was handed for is done."""
 
     def communicate(self) -> bool:
@@ -105,8 +145,9 @@ class _ObservedConnection(cheroot_server.HTTPConnection):
                 observer.request_finished()
 
 
-class _CherootServer(wsgi.Server):
-    """cheroot's WSGI server, reporting its own errors through logging instead of stderr."""
+class _CherootServer(GuardedServer):
+    """The guarded cheroot server, reporting its own errors through logging instead of stderr, and answering
+    the refusals it makes itself (408, 503) in the REST API's JSON."""
 
     ConnectionClass = _ObservedConnection
     request_observer: RequestObserver | None = None
@@ -114,38 +155,11 @@ class _CherootServer(wsgi.Server):
     def error_log(self, msg: str = "", level: int = logging.INFO, traceback: bool = False) -> None:
         log.log(level, "REST server: %s", msg, exc_info=traceback)
 
-    def stop(self) -> None:  # type: ignore[override]  # cheroot's is untyped
-        # cheroot's stop first waits for its accept loop to look up from select(), up to the loop interval, and
-        # each worker stop (and the REST front's, and the worker's socket behind it) paid that in full; a
-        # connection made once the stop is under way wakes the loop at once
-        waker = threading.Timer(_WAKE_DELAY_S, self._wake)
-        waker.daemon = True
-        waker.start()
-        try:
-            super().stop()
-        finally:
-            waker.cancel()
-
-    def _wake(self) -> None:
-        sock = self.socket
-        if sock is None:
-            return
-        try:
-            address = sock.getsockname()
-            if sock.family == socket.AF_UNIX:
-                target: Any = address
-            elif sock.family == socket.AF_INET6:
-                target = ("::1" if address[0] == "::" else address[0], address[1])
-            else:
-                target = ("127.0.0.1" if address[0] == "0.0.0.0" else address[0], address[1])
-            with socket.socket(sock.family, socket.SOCK_STREAM) as touch:
-                touch.settimeout(0.5)
-                touch.connect(target)
-        except OSError:
-            pass  # closed meanwhile: the loop is stopping anyway
+    def refusal(self, status: int, message: str) -> tuple[str, bytes]:
+        return "application/json", orjson.dumps({"error_code": status, "message": message})
 
     def process_conn(self, conn: Any) -> None:
-        """A connection with a request to read, from the accept/keep-alive loop: to the pool."""
+        """A connection with a whole request to serve: to the pool."""
         observer = self.request_observer
         if observer is None:
             super().process_conn(conn)
@@ -195,6 +209,7 @@ class RestServer:
         self._config = worker_config
         self._threads = threads
         self.listeners = parse_listeners(setting(worker_config, "listeners", DEFAULT_LISTENERS))
+        self.limits = listener_limits(worker_config)
         self._advertised_listener = self._read_advertised_listener()
         self._advertised_host: str | None = setting(worker_config, "rest.advertised.host.name") or None
         self._advertised_port = self._read_advertised_port()
@@ -231,14 +246,11 @@ class RestServer:
 
     # --- lifecycle -------------------------------------------------------------------------
     def _server(self, address: Any) -> _CherootServer:
-        server = _CherootServer(address, self._app, numthreads=self._threads, server_name="headrace",
-                                timeout=_SOCKET_TIMEOUT_S, shutdown_timeout=_DRAIN_TIMEOUT_S)
+        name = "REST server" if self._unix_socket is None else "REST server (for the REST front)"
+        server = _CherootServer(address, self._app, self.limits, name, numthreads=self._threads,
+                                server_name="headrace", shutdown_timeout=_DRAIN_TIMEOUT_S)
         server.software = "headrace"
         server.request_observer = self._request_observer
-        # how often the accept loop looks up from select(): a stop waits up to this long for it; cheroot's
-        # 0.5 s made every worker stop take half a second, 0.1 s costs ten idle wake-ups a second
-        server.expiration_interval = _LOOP_INTERVAL_S
-        server.max_request_header_size = MAX_REQUEST_HEADER_BYTES
         return server
 
     def _prepare_unix(self, path: str) -> _CherootServer:

@@ -13,25 +13,42 @@ with ``Retry-After`` when the log is full or slow (Flume answers 503 for a full 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from connect.api import ConnectHeaders, Schema, SourceRecord
 from plugins.ingest._common import AcknowledgesRecords, IngestConnector, Ticket
-from plugins.ingest.http import CONFIG_DEF, BadInput, HttpSourceTask
+from plugins.ingest.http import (
+    CONFIG_DEF,
+    BadInput,
+    HttpSourceTask,
+    TooManyEvents,
+    events_bytes,
+    json_tree_bytes,
+)
 
 __all__ = ["FlumeHttpSourceConnector", "FlumeHttpSourceTask", "parse_flume_events"]
 
 
-def parse_flume_events(body: bytes, topic: str, max_event_bytes: int) -> list[SourceRecord]:
-    """The records of a JSONHandler body; raises BadInput naming the first element that is not an event."""
+def parse_flume_events(body: bytes, topic: str, max_event_bytes: int, max_events: int = 0,
+                       reserve: Callable[[int], None] | None = None) -> list[SourceRecord]:
+    """The records of a JSONHandler body; raises BadInput naming the first element that is not an event, and
+    TooManyEvents for more than ``max_events`` (0: any number), counted before any record is made. ``reserve``
+    is called with the estimated memory of the parsed JSON, then of the records, before each is made."""
+    if reserve is not None:
+        reserve(json_tree_bytes(body))
     try:
         items = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise BadInput(f"line {exc.lineno}: not JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(items, list):
         raise BadInput("the body is not a JSON array of Flume events [{\"headers\": {...}, \"body\": \"...\"}]")
+    if max_events and len(items) > max_events:
+        raise TooManyEvents(max_events)
+    if reserve is not None:
+        reserve(events_bytes(len(items), body))
     now = int(time.time() * 1000)
     string_schema = Schema.OPTIONAL_STRING_SCHEMA
     out = []
@@ -61,8 +78,8 @@ def parse_flume_events(body: bytes, topic: str, max_event_bytes: int) -> list[So
 class FlumeHttpSourceTask(AcknowledgesRecords, HttpSourceTask):
     KIND = "FlumeHttpSource"
 
-    def parse(self, body: bytes) -> list[Any]:
-        return parse_flume_events(body, self.topic, self.max_event_bytes)
+    def parse(self, body: bytes, reserve: Callable[[int], None] | None = None) -> list[Any]:
+        return parse_flume_events(body, self.topic, self.max_event_bytes, self.max_request_events, reserve)
 
     def enqueue(self, events: list[Any], ticket: Ticket) -> bool:
         return self.offer(events, ticket)

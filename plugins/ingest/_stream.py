@@ -7,9 +7,17 @@ when the task falls behind, TCP connections stop being read (the sender's socket
 blocks or drops by its own policy), UDP datagrams are dropped and counted, and every refused frame is
 counted and logged (rate-limited).
 
-Frames larger than ``max.event.bytes`` are skipped up to the next delimiter and counted. Connections are
+Frames larger than ``max.event.bytes`` are skipped up to the next delimiter and counted. An event under it
+whose converted record is still larger than the log takes one record (``refuse_record``) is counted as
+``refused_too_large_for_log`` and as a failed record of the task, logged by the runtime and sent to the
+connector's dead-letter queue if it has one; the task goes on whatever ``errors.tolerance`` says. Connections are
 limited to ``max.connections`` (more are closed at once, counted) and closed after ``idle.timeout.ms``
 without data.
+
+A connection costs no thread and no task: asyncio calls ``_FramedConnection`` with each piece of data, so a
+slow client delays nobody and an idle one holds its socket, its transport and a small object (about 2 KB of
+memory). Sources that answer their clients (Flume's Avro RPC, netcat) serve each connection with asyncio
+streams instead, by overriding ``_serve_connection``.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import asyncio
 import logging
 import re
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +39,7 @@ from connect.api import (
     Range,
     SourceRecord,
 )
+from connect.api.http_listener import warn_if_descriptors_short
 from plugins.ingest._common import (
     LISTENERS_CONFIG,
     Listener,
@@ -49,8 +59,9 @@ _READ = 1 << 16
 def stream_config(base: ConfigDef) -> ConfigDef:
     return (
         ConfigDef(base)
-        .define(MAX_CONNECTIONS_CONFIG, ConfigType.INT, 1000, Range.between(1, 100_000), importance=Importance.LOW,
-                documentation="The most TCP connections open at once; further ones are closed at once.")
+        .define(MAX_CONNECTIONS_CONFIG, ConfigType.INT, 10_000, Range.between(1, 100_000), importance=Importance.LOW,
+                documentation="The most TCP connections open at once; further ones are closed at once. An idle "
+                "connection costs about 2 KB and no thread.")
         .define(IDLE_TIMEOUT_CONFIG, ConfigType.INT, 600_000, Range.at_least(100), importance=Importance.LOW,
                 documentation="A TCP connection that sends nothing for this long is closed.")
     )
@@ -80,9 +91,10 @@ class StreamSourceTask(QueueingSourceTask):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._servers: list[Any] = []
-        self._connections: set[asyncio.StreamWriter] = set()
-        self._max_connections = 1000
+        self._connections: set[Any] = set()  # StreamWriters, or _FramedConnections
+        self._max_connections = 10_000
         self._idle = 600.0
+        self._sweeper: asyncio.TimerHandle | None = None
         self.warn = RateLimitedLog(log)
         self.bound: list[tuple[str, int]] = []
 
@@ -103,6 +115,8 @@ class StreamSourceTask(QueueingSourceTask):
         self._max_connections = int(config.get_int(MAX_CONNECTIONS_CONFIG) or 1)
         self._idle = int(config.get_int(IDLE_TIMEOUT_CONFIG) or 0) / 1000.0
         listeners = parse_listeners(config.get_list(LISTENERS_CONFIG), self.SCHEMES)
+        if any(listener.scheme == "tcp" for listener in listeners):
+            warn_if_descriptors_short(self.name, self._max_connections, MAX_CONNECTIONS_CONFIG)
         loop = asyncio.new_event_loop()
         self._loop = loop
         ready: list[BaseException | None] = []
@@ -144,13 +158,22 @@ class StreamSourceTask(QueueingSourceTask):
                                                                    local_addr=(listener.host, listener.port))
                 self._servers.append(transport)
                 self.bound.append(transport.get_extra_info("sockname")[:2])
-            else:
+            elif type(self)._serve_connection is not StreamSourceTask._serve_connection:
                 server = await asyncio.start_server(self._serve_connection, listener.host, listener.port,
                                                     limit=_READ, backlog=1024)
                 self._servers.append(server)
                 self.bound.append(server.sockets[0].getsockname()[:2])
+            else:
+                server = await loop.create_server(lambda: _FramedConnection(self), listener.host, listener.port,
+                                                  backlog=1024)
+                self._servers.append(server)
+                self.bound.append(server.sockets[0].getsockname()[:2])
+                if self._sweeper is None:
+                    self._sweeper = loop.call_later(self._sweep_interval(), self._sweep)
 
     async def _close_all(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         for server in self._servers:
             server.close()
         for writer in list(self._connections):
@@ -169,30 +192,29 @@ class StreamSourceTask(QueueingSourceTask):
     # --- TCP ---------------------------------------------------------------------------------------------------
 
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = self.admit(writer)
-        if peer is None:
-            return
-        framer = self.framer()
-        try:
-            while not self.stopping:
-                try:
-                    data = await asyncio.wait_for(reader.read(_READ), self._idle)
-                except TimeoutError:
-                    self.counters.add("idle_connections_closed")
-                    break
-                frames = framer.feed(data) if data else framer.end()
-                await self._deliver(frames, peer)
-                if not data:
-                    break
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            self._connections.discard(writer)
-            writer.close()
+        """Override to serve each connection with asyncio streams (a source that answers its clients); by default
+        a ``_FramedConnection`` reads it, with ``framer`` and ``records``."""
+        raise NotImplementedError
 
-    def admit(self, writer: asyncio.StreamWriter) -> str | None:
+    def _sweep_interval(self) -> float:
+        return min(1.0, max(0.05, self._idle / 10))
+
+    def _sweep(self) -> None:
+        """Close the connections silent for ``idle.timeout.ms`` (one look at all of them, each interval: a timer
+        per connection would cost more than the look)."""
+        now = time.monotonic()
+        for conn in list(self._connections):
+            if isinstance(conn, _FramedConnection) and now - conn.last_seen > self._idle and conn.waiting is None:
+                self.counters.add("idle_connections_closed")
+                conn.close()
+        loop = self._loop
+        if loop is not None and not self.stopping:
+            self._sweeper = loop.call_later(self._sweep_interval(), self._sweep)
+
+    def admit(self, writer: Any) -> str | None:
         """The peer's address once a new connection is admitted; None (closed) beyond ``max.connections``.
-        An admitted connection's handler discards its writer from ``connections`` when it ends."""
+        An admitted connection's handler discards its writer (or ``_FramedConnection``) from ``connections``
+        when it ends."""
         peername = writer.get_extra_info("peername")
         peer = f"{peername[0]}:{peername[1]}" if peername else "?"
         if len(self._connections) >= self._max_connections:
@@ -205,14 +227,15 @@ class StreamSourceTask(QueueingSourceTask):
         return peer
 
     @property
-    def connections(self) -> set[asyncio.StreamWriter]:
+    def connections(self) -> set[Any]:
         return self._connections
 
     @property
     def idle_timeout(self) -> float:
         return self._idle
 
-    async def _deliver(self, frames: list[bytes | Exception], peer: str) -> None:
+    def records_of(self, frames: list[bytes | Exception], peer: str) -> list[SourceRecord]:
+        """The records of ``frames``; a size error among them counted and logged."""
         records: list[SourceRecord] = []
         for frame in frames:
             if isinstance(frame, Exception):
@@ -220,6 +243,10 @@ class StreamSourceTask(QueueingSourceTask):
                 self.warn.warning("%s skipped a frame from %s: %s", self.name, peer, frame)
             else:
                 records.extend(self.records(frame, peer))
+        return records
+
+    async def _deliver(self, frames: list[bytes | Exception], peer: str) -> None:
+        records = self.records_of(frames, peer)
         if not records:
             return
         while not self.offer(records):  # the task is behind: stop reading this connection meanwhile
@@ -247,6 +274,78 @@ class StreamSourceTask(QueueingSourceTask):
         self.counters.add("received", len(records))
 
 
+class _FramedConnection(asyncio.Protocol):
+    """One TCP connection of a source that only reads: its data framed and offered as it comes. While the task
+    is behind, the connection is not read (its sender's socket buffer fills) and the records in hand are offered
+    again every 10 ms."""
+
+    __slots__ = ("task", "transport", "peer", "framer", "last_seen", "waiting")
+
+    def __init__(self, task: StreamSourceTask) -> None:
+        self.task = task
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self.framer: Framer | None = None  # made with the first data: an idle connection holds none
+        self.last_seen = time.monotonic()
+        self.waiting: list[SourceRecord] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = self.task.admit(self)
+        if peer is not None:
+            self.peer = peer
+
+    def get_extra_info(self, name: str) -> Any:
+        return self.transport.get_extra_info(name) if self.transport is not None else None
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        self.last_seen = time.monotonic()
+        if self.framer is None:
+            self.framer = self.task.framer()
+        self._take(self.framer.feed(data))
+
+    def eof_received(self) -> bool:
+        if self.framer is not None:
+            self._take(self.framer.end())
+        return False  # closed
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.task.connections.discard(self)
+
+    def _take(self, frames: list[bytes | Exception]) -> None:
+        if frames:
+            records = self.task.records_of(frames, self.peer)
+            if records:
+                self._offer(records)
+
+    def _offer(self, records: list[SourceRecord]) -> None:
+        task = self.task
+        if task.offer(records):
+            task.counters.add("received", len(records))
+            if self.waiting is not None:
+                self.waiting = None
+                if self.transport is not None and not self.transport.is_closing():
+                    self.transport.resume_reading()
+            return
+        if task.stopping:
+            task.counters.add("lost_at_stop", len(records))
+            return
+        if self.waiting is None and self.transport is not None and not self.transport.is_closing():
+            self.transport.pause_reading()
+        self.waiting = records
+        asyncio.get_running_loop().call_later(0.01, self._retry)
+
+    def _retry(self) -> None:
+        records = self.waiting
+        if records is not None:
+            self._offer(records)
+
+
 class _Datagrams(asyncio.DatagramProtocol):
     def __init__(self, task: StreamSourceTask) -> None:
         self.task = task
@@ -261,29 +360,40 @@ class DelimitedFramer(Framer):
     def __init__(self, max_bytes: int, delimiters: bytes = b"\n") -> None:
         super().__init__(max_bytes)
         self._split = re.compile(b"[" + re.escape(delimiters) + b"]").split
-        self._tail = b""
+        # the frame under way, in the pieces it came in: joined once it ends, so that a frame sent a few bytes
+        # at a time costs its length once, not its length for every piece (a slow client's CPU)
+        self._pieces: list[bytes] = []
+        self._held = 0
         self._skipping = False  # inside an oversized frame: drop up to its end
 
     def feed(self, data: bytes) -> list[bytes | Exception]:
-        parts = self._split(self._tail + data if self._tail else data)
-        self._tail = parts.pop()
+        parts = self._split(data)
         out: list[bytes | Exception] = []
-        if parts and self._skipping:
-            parts[0] = b""  # the end of the oversized frame
-            self._skipping = False
-        limit = self.max_bytes
-        for part in parts:
-            if len(part) > limit:
-                out.append(ValueError(f"a frame of {len(part)} bytes, more than max.event.bytes={limit}"))
-            elif part:
-                out.append(part)
-        if len(self._tail) > limit:
-            if not self._skipping:
-                out.append(ValueError(f"a frame of more than max.event.bytes={limit} bytes"))
-            self._skipping = True
-            self._tail = b""
+        if len(parts) > 1:  # the frame under way ends in this data
+            if self._skipping:
+                parts[0] = b""  # the end of the oversized frame
+                self._skipping = False
+            elif self._pieces:
+                self._pieces.append(parts[0])
+                parts[0] = b"".join(self._pieces)
+            self._pieces, self._held = [], 0
+            limit = self.max_bytes
+            for part in parts[:-1]:
+                if len(part) > limit:
+                    out.append(ValueError(f"a frame of {len(part)} bytes, more than max.event.bytes={limit}"))
+                elif part:
+                    out.append(part)
+        tail = parts[-1]
+        if tail and not self._skipping:
+            self._pieces.append(tail)
+            self._held += len(tail)
+            if self._held > self.max_bytes:
+                out.append(ValueError(f"a frame of more than max.event.bytes={self.max_bytes} bytes"))
+                self._skipping = True
+                self._pieces, self._held = [], 0
         return out
 
     def end(self) -> list[bytes | Exception]:
-        tail, self._tail = self._tail, b""
+        tail = b"".join(self._pieces)
+        self._pieces, self._held = [], 0
         return [tail] if tail.strip() and not self._skipping else []

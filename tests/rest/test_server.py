@@ -261,3 +261,56 @@ def test_status_lines_carry_the_standard_reason_phrases() -> None:
         assert (r.status_code, r.reason_phrase) == (415, "Unsupported Media Type")
     finally:
         server.stop()
+
+
+# --- slow clients and the connection limit (connect.api.http_listener under the REST server) -----------------
+@pytest.mark.parametrize(
+    ("key", "value", "fragment"),
+    [
+        ("rest.request.header.timeout.ms", "soon", "'soon' is not a whole number"),
+        ("rest.request.body.timeout.ms", "50", "below the least allowed, 100"),
+        ("rest.idle.timeout.ms", "-1", "below the least allowed, 100"),
+        ("rest.max.connections", "0", "below the least allowed, 1"),
+    ],
+)
+def test_bad_listener_bounds_are_refused_naming_the_setting(key: str, value: str, fragment: str) -> None:
+    with pytest.raises(RestConfigError, match=key) as e:
+        RestServer(object(), {**LOOPBACK, key: value})
+    assert fragment in str(e.value)
+
+
+def test_listener_bounds_come_from_the_worker_config() -> None:
+    limits = RestServer(object(), {**LOOPBACK, "rest.request.header.timeout.ms": "2500",
+                                   "rest.request.body.timeout.ms": 7000, "rest.idle.timeout.ms": "9000",
+                                   "rest.max.connections": "12", "rest.request.max.bytes": "1024"}).limits
+    assert (limits.header_timeout, limits.body_timeout, limits.idle_timeout) == (2.5, 7.0, 9.0)
+    assert limits.max_connections == 12 and limits.max_body_bytes == 1024
+    defaults = RestServer(object(), LOOPBACK).limits
+    assert (defaults.header_timeout, defaults.body_timeout, defaults.idle_timeout) == (10.0, 30.0, 30.0)
+    assert defaults.max_connections == 1000
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    sock.settimeout(10)
+    got = b""
+    while chunk := sock.recv(4096):
+        got += chunk
+    return got
+
+
+def test_a_slow_client_is_answered_408_and_a_refused_one_503_in_the_rest_error_shape() -> None:
+    config = {**LOOPBACK, "rest.request.header.timeout.ms": "300", "rest.max.connections": "2"}
+    with RestServer(create_app(FakeHerder(), config), config, threads=1) as server:
+        with socket.create_connection(("127.0.0.1", server.port)) as slow:
+            slow.sendall(b"GET /connectors HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the end of the headers
+            with socket.create_connection(("127.0.0.1", server.port)) as idle:
+                with socket.create_connection(("127.0.0.1", server.port)) as refused:
+                    answer = _until_closed(refused)
+                assert answer.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
+                assert b'{"error_code":503,"message":"Too many connections: 2 are open (rest.max.connections)' in answer
+                idle.close()
+                answer = _until_closed(slow)
+        assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n") and b"Content-Type: application/json" in answer
+        assert answer.endswith(b'{"error_code":408,"message":"The request\'s headers did not arrive within 0.3 s '
+                               b'(rest.request.header.timeout.ms)"}')
+        assert httpx.get(f"{server.url}/connectors", timeout=5).json() == []
