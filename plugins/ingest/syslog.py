@@ -164,70 +164,90 @@ def parse_syslog(frame: bytes, received: float | None = None) -> Struct:
                         hostname=hostname, appname=appname, procid=procid, msgid=None, structured_data=None)
 
 
+_SEPARATORS = frozenset(b"\r\n\x00")
+
+
 class SyslogFramer(Framer):
     """RFC 6587 over TCP: octet-counted (``123 <...``) or newline-ended messages, decided per message."""
 
     def __init__(self, max_bytes: int) -> None:
         super().__init__(max_bytes)
-        self._buf = b""
+        # what has come and is not framed yet; bytes arriving one at a time from a slow client are appended,
+        # never the whole pending message copied again for each, and a newline is looked for only past
+        # where the last look stopped (``_scanned``), so a trickled message costs its length once
+        self._buf = bytearray()
+        self._scanned = 0
         self._skip = 0  # bytes still to drop of an oversized octet-counted message
         self._skip_line = False  # dropping an oversized newline-ended message up to its newline
 
     def feed(self, data: bytes) -> list[bytes | Exception]:
-        buf = self._buf + data
+        buf = self._buf
+        buf += data
         out: list[bytes | Exception] = []
         limit = self.max_bytes
-        while buf:
+        pos = 0  # where the unframed part of buf starts
+        end = len(buf)
+        while pos < end:
             if self._skip:
-                dropped = min(self._skip, len(buf))
+                dropped = min(self._skip, end - pos)
                 self._skip -= dropped
-                buf = buf[dropped:]
+                pos += dropped
                 continue
             if self._skip_line:
-                nl = buf.find(b"\n")
+                nl = buf.find(b"\n", pos + self._scanned)
                 if nl < 0:
-                    buf = b""
+                    pos = end
                     break
-                buf = buf[nl + 1:]
+                pos = nl + 1
+                self._scanned = 0
                 self._skip_line = False
                 continue
-            buf = buf.lstrip(b"\r\n\x00")
-            if not buf:
+            while pos < end and buf[pos] in _SEPARATORS:
+                pos += 1
+            if pos == end:
                 break
-            if buf[:1].isdigit():
-                space = buf.find(b" ", 0, 11)
-                if space < 0 and len(buf) < 11 and buf.isdigit():
+            if 0x30 <= buf[pos] <= 0x39:
+                space = buf.find(b" ", pos, pos + 11)
+                if space < 0 and end - pos < 11 and bytes(buf[pos:end]).isdigit():
                     break  # the length is still coming
-                if space > 0 and buf[:space].isdigit():
-                    length = int(buf[:space])
+                if space > 0 and bytes(buf[pos:space]).isdigit():
+                    length = int(buf[pos:space])
                     if length > limit:
                         out.append(ValueError(f"an octet-counted message of {length} bytes, more than "
                                               f"max.event.bytes={limit}"))
                         self._skip = length
-                        buf = buf[space + 1:]
+                        pos = space + 1
                         continue
-                    if len(buf) - space - 1 < length:
+                    if end - space - 1 < length:
                         break  # the rest of the message is still coming
-                    out.append(buf[space + 1:space + 1 + length])
-                    buf = buf[space + 1 + length:]
+                    out.append(bytes(buf[space + 1:space + 1 + length]))
+                    pos = space + 1 + length
+                    self._scanned = 0
                     continue
-            nl = buf.find(b"\n")
+            nl = buf.find(b"\n", pos + self._scanned)
             if nl < 0:
-                if len(buf) > limit:
+                if end - pos > limit:
                     out.append(ValueError(f"a message of more than max.event.bytes={limit} bytes"))
                     self._skip_line = True
-                    buf = b""
+                    pos = end
+                else:
+                    self._scanned = end - pos
                 break
-            if nl > limit:
-                out.append(ValueError(f"a message of {nl} bytes, more than max.event.bytes={limit}"))
+            if nl - pos > limit:
+                out.append(ValueError(f"a message of {nl - pos} bytes, more than max.event.bytes={limit}"))
             else:
-                out.append(buf[:nl])
-            buf = buf[nl + 1:]
-        self._buf = buf
+                out.append(bytes(buf[pos:nl]))
+            pos = nl + 1
+            self._scanned = 0
+        if self._skip_line:
+            self._scanned = 0  # nothing is kept while a line is dropped: the next look starts at what comes
+        del buf[:pos]
         return out
 
     def end(self) -> list[bytes | Exception]:
-        tail, self._buf = self._buf, b""
+        tail = bytes(self._buf)
+        self._buf = bytearray()
+        self._scanned = 0
         return [tail] if tail.strip(b"\r\n\x00 ") and not (self._skip or self._skip_line) else []
 
 

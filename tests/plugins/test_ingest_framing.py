@@ -67,3 +67,48 @@ def test_a_frame_trickled_a_byte_at_a_time_costs_its_length_once():
         out += framer.feed(data[i:i + 1])
     assert out == [data[:-1]]
     assert time.monotonic() - started < 10
+
+
+def _frames(framer_factory, chunks):
+    """The frames, with each refusal as one marker: its wording may say the size or only that it is over."""
+    framer = framer_factory()
+    out = []
+    for chunk in chunks:
+        out += ["refused" if isinstance(x, Exception) else x for x in framer.feed(chunk)]
+    return out + ["refused" if isinstance(x, Exception) else x for x in framer.end()]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_syslog_framing_does_not_depend_on_how_the_bytes_arrive(seed):
+    import random
+
+    rng = random.Random(seed)
+    pieces = []
+    for _ in range(rng.randint(1, 30)):
+        body = bytes(rng.choice(b"<>13 abcx:9\r\x00") for _ in range(rng.randint(0, 40)))
+        kind = rng.random()
+        if kind < 0.4:
+            pieces.append(b"%d %s" % (len(body), body))  # octet-counted, sometimes over the limit
+        elif kind < 0.8:
+            pieces.append(body.replace(b"\n", b"") + b"\n")
+        else:
+            pieces.append(bytes(rng.choice(b"\r\n\x00") for _ in range(rng.randint(1, 3))))
+    data = b"".join(pieces)
+    whole = _frames(lambda: SyslogFramer(24), [data])
+    bytewise = _frames(lambda: SyslogFramer(24), [data[i:i + 1] for i in range(len(data))])
+    cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, 5))) if len(data) > 1 else []
+    chunked = _frames(lambda: SyslogFramer(24), [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)])
+    assert bytewise == whole and chunked == whole
+
+
+def test_a_syslog_message_trickled_a_byte_at_a_time_costs_its_length_once():
+    # each byte used to copy the whole pending message and search it again for its newline: quadratic in the
+    # message, so a slow client held the source's event loop for seconds (minutes at max.event.bytes of 1 MiB)
+    framer = SyslogFramer(2 << 20)
+    data = b"<13>" + b"x" * (1 << 20) + b"\n"  # 1 MiB: about 30 s before, 1-2 s now
+    started = time.monotonic()
+    out = []
+    for i in range(len(data)):
+        out += framer.feed(data[i:i + 1])
+    assert out == [data[:-1]]
+    assert time.monotonic() - started < 10
