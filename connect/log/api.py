@@ -401,10 +401,12 @@ class Consumer(abc.ABC):
     def poll(self, timeout: float, max_records: int = 500) -> list[FetchedBatch]: ...
 
     def wakeup(self) -> bool:
-        """From another thread: a ``poll`` under way (or the next one) returns at once with no records.
+        """From another thread: a ``poll`` under way (or the next one) returns at once with no records, and
+        a ``commit`` under way that waits on a remote coordinator stops waiting and raises RetriableLogError.
 
-        True when this consumer can do that, so a caller may poll with long timeouts while idle and still
+        True when this consumer can wake a poll, so a caller may poll with long timeouts while idle and still
         stop at once; False (the default) when a poll always runs to its timeout, so callers keep them short.
+        A commit under way is woken either way.
         """
         return False
 
@@ -418,8 +420,14 @@ class Consumer(abc.ABC):
     def position(self, partition: TopicPartition) -> int: ...
 
     @abc.abstractmethod
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """Synchronously commit, for the group, the next offset to read per partition."""
+    def commit(self, offsets: Mapping[TopicPartition, int], timeout: float | None = None) -> None:
+        """Synchronously commit, for the group, the next offset to read per partition.
+
+        Waits at most ``timeout`` seconds (None: the consumer's ``default.api.timeout.ms``) and less when
+        ``wakeup`` is called meanwhile; a commit not confirmed by then raises RetriableLogError and counts
+        as not made (it may still land later: the offsets it carries were all consumed, so at worst the
+        records after the previous commit are read again).
+        """
 
     @abc.abstractmethod
     def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]: ...

@@ -114,6 +114,7 @@ class WorkerSinkTask(WorkerTask):
         # the fetched batches of the records last handed to put: where an errant record's original bytes are
         self._in_put: Sequence[FetchedBatch] = ()
         self._wakeable = False  # whether the consumer's polls can be interrupted (known after the first wakeup)
+        self._stop_commit_deadline: float | None = None  # once stopping: how long a commit may still wait
 
     # --- WorkerTask ------------------------------------------------------------------------------
     def initialize_and_start(self) -> None:
@@ -226,7 +227,25 @@ class WorkerSinkTask(WorkerTask):
         return max(0.0, min(longest, self._next_commit - self.clock.monotonic()))
 
     def _signal_stop(self) -> None:
+        # the worker waits task.shutdown.graceful.timeout.ms for the stop: commits get the first half of it,
+        # closing the task and its clients (a consumer's leave of the group) the rest
+        graceful = self.worker_config.task_shutdown_graceful_timeout_ms / 1000
+        self._stop_commit_deadline = self.clock.monotonic() + graceful / 2
+        self.consumer.wakeup()  # ends a commit under way; the final commit then waits only within the above
+
+    def cancel(self) -> None:
+        super().cancel()
+        # given up for stopped: a commit it still waits for (an unreachable coordinator) ends now
         self.consumer.wakeup()
+
+    def _commit_timeout(self, started: float) -> float:
+        """How long a commit may wait for the log: what is left of ``offset.flush.timeout.ms`` since the commit
+        began (flushing the DLQ and ``pre_commit`` count), and, once stopping, of its share of the graceful stop."""
+        now = self.clock.monotonic()
+        left = self.offset_flush_timeout - (now - started)
+        if self._stop_commit_deadline is not None:
+            left = min(left, self._stop_commit_deadline - now)
+        return max(0.0, left)
 
     def _signal_state_change(self) -> None:
         self.consumer.wakeup()
@@ -493,13 +512,18 @@ class WorkerSinkTask(WorkerTask):
                      if tp in current and off is not None and self._committed.get(tp) != off}
         if not to_commit:
             return
+        if self.is_cancelled:
+            return  # given up for stopped: the next owner resumes from the last commit
         try:
-            self.consumer.commit(to_commit)
+            self.consumer.commit(to_commit, timeout=self._commit_timeout(started))
         except LogError as exc:
             # As Kafka Connect: a failed commit is logged, not fatal; the next commit covers these offsets
             # (the log unreachable, a rebalance under way). Records since the last commit may come again.
+            # One that timed out counts as not made, though it may still land.
+            then = ("the records since the last commit may come again to whoever runs this task next"
+                    if self.is_stopping else "retrying at the next commit")
             log.log(logging.WARNING if exc.retriable else logging.ERROR,
-                    "%s Commit of offsets failed; retrying at the next commit: %s", self, exc)
+                    "%s Commit of offsets failed; %s: %s", self, then, exc)
             return
         self._committed.update(to_commit)
         self.offset_commits += 1

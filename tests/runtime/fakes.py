@@ -274,7 +274,7 @@ class MemoryConsumer(Consumer):
     def position(self, partition: TopicPartition) -> int:
         return self.positions.get(partition, 0)
 
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+    def commit(self, offsets: Mapping[TopicPartition, int], timeout: float | None = None) -> None:
         self.commits.append(dict(offsets))
         with self.log.lock:
             self.log.groups.setdefault(self.group or "", {}).update(offsets)

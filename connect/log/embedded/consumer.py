@@ -316,7 +316,8 @@ class EmbeddedConsumer(Consumer):
 
     # -- commits ------------------------------------------------------------------
 
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+    def commit(self, offsets: Mapping[TopicPartition, int], timeout: float | None = None) -> None:
+        # a local file write: nothing remote to wait for, so ``timeout`` never comes into play
         self._check_open()
         if self._group is None:
             raise LogError("commit needs a group id")

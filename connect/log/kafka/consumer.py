@@ -9,13 +9,19 @@ over, so this class evens them out:
 - ``seek`` works on a partition that has not started fetching yet (librdkafka
   refuses with "erroneous state"): the partition is re-assigned at the offset;
 - ``position`` answers before the first fetch, from the committed offset or
-  the reset policy, instead of librdkafka's "invalid offset".
+  the reset policy, instead of librdkafka's "invalid offset";
+- ``commit`` is bounded, and ``wakeup`` ends it, as Java's ``commitSync(Duration)``;
+  librdkafka's synchronous commit has no timeout and, with the coordinator
+  unreachable, waits until it answers again (measured: still waiting after 40 s
+  of a SIGSTOPped broker).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
@@ -34,7 +40,15 @@ from confluent_kafka import (
 from confluent_kafka import TopicPartition as KTP
 
 from connect.api.topic_partition import TopicPartition
-from connect.log.api import ClientStats, Consumer, FetchedBatch, Headers, LogError, RebalanceListener
+from connect.log.api import (
+    ClientStats,
+    Consumer,
+    FetchedBatch,
+    Headers,
+    LogError,
+    RebalanceListener,
+    RetriableLogError,
+)
 from connect.log.kafka.client_errors import ClientEvents, to_log_error
 from connect.log.kafka.client_stats import LibrdkafkaStatistics
 from connect.log.kafka.health import ClusterHealth
@@ -72,6 +86,25 @@ _RESET = {
     "none": "none",
     "error": "none",
 }
+
+
+# How long close waits when a commit left behind still waits for the coordinator: librdkafka's close waits
+# for that commit, which may be until the link is back; past this the close finishes in the background.
+# Short: it comes after a commit that already timed out, within a task's graceful stop.
+CLOSE_BEHIND_COMMIT_S = 1.0
+
+
+class _Commit:
+    """One librdkafka synchronous commit, run on a helper thread so that its caller can stop waiting."""
+
+    __slots__ = ("ready", "finished", "result", "error", "thread")
+
+    def __init__(self) -> None:
+        self.ready = threading.Event()  # set when it finished, and by wakeup
+        self.finished = False
+        self.result: list[Any] | None = None
+        self.error: BaseException | None = None
+        self.thread: threading.Thread | None = None
 
 
 def librdkafka_pattern(pattern: str | re.Pattern[str]) -> str:
@@ -140,6 +173,11 @@ class KafkaConsumer(Consumer):
         self._assigning: set[TopicPartition] = set()
         self._deferred: LogError | None = None
         self._closed = False
+        # The commit on its helper thread, while one runs (kept after its caller stopped waiting for it), and
+        # the one a caller waits for now, which wakeup ends.
+        self._commit_job: _Commit | None = None
+        self._waiting_on: _Commit | None = None
+        self._woken = False
 
     # -- membership --------------------------------------------------------------
 
@@ -418,20 +456,76 @@ class KafkaConsumer(Consumer):
 
     # -- group offsets -------------------------------------------------------------
 
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+    def commit(self, offsets: Mapping[TopicPartition, int], timeout: float | None = None) -> None:
         if self._group is None:
             raise LogError("commit needs a consumer group; this consumer was made without one")
         if not offsets:
             return
         self._events.raise_if_fatal("commit")
+        bound = self._timeout if timeout is None else max(0.0, timeout)
+        deadline = time.monotonic() + bound
+        self._woken = False
+        earlier = self._commit_job
+        # One commit waits on the coordinator at a time: a caller that retries each interval through an outage
+        # must not pile up helper threads. This one goes through once the earlier one is done.
+        if earlier is not None and not self._wait(earlier, deadline):
+            raise RetriableLogError(
+                f"committing offsets for group {self._group}: not confirmed, "
+                + ("woken while an earlier commit still waited for the group coordinator" if self._woken else
+                   f"an earlier commit still waits for the group coordinator after {bound * 1000:.0f} ms"))
         ks = [KTP(tp.topic, tp.partition, off) for tp, off in offsets.items()]
-        try:
-            result = self._c.commit(offsets=ks, asynchronous=False)
-        except KafkaException as exc:
-            raise to_log_error(exc, f"committing offsets for group {self._group}") from None
-        for k in result or ():
+        job = _Commit()
+        job.thread = threading.Thread(target=self._run_commit, args=(job, ks), daemon=True,
+                                      name=f"commit-{self._group}")
+        self._commit_job = job
+        job.thread.start()
+        if not self._wait(job, deadline):
+            raise RetriableLogError(
+                f"committing offsets for group {self._group}: not confirmed "
+                + ("(woken: the caller stopped waiting)" if self._woken else
+                   f"within {bound * 1000:.0f} ms (the group coordinator does not answer)"))
+        if job.error is not None:
+            if isinstance(job.error, KafkaException):
+                raise to_log_error(job.error, f"committing offsets for group {self._group}") from None
+            raise job.error
+        for k in job.result or ():
             if k.error is not None:
                 raise to_log_error(k.error, f"committing {k.topic}[{k.partition}] for group {self._group}")
+
+    def _run_commit(self, job: _Commit, ks: list[Any]) -> None:
+        try:
+            job.result = self._c.commit(offsets=ks, asynchronous=False)
+        except BaseException as exc:  # handed to the caller, if it still waits
+            job.error = exc
+        finally:
+            job.finished = True
+            if self._commit_job is job:
+                self._commit_job = None
+            job.ready.set()
+
+    def _wait(self, job: _Commit, deadline: float) -> bool:
+        """Wait for ``job`` until ``deadline`` or a wakeup; True when it finished."""
+        # cleared, then looked at: a finish from here on sets it again, a wakeup before this was for an
+        # earlier wait
+        job.ready.clear()
+        if job.finished:
+            return True
+        self._waiting_on = job
+        try:
+            if not self._woken:
+                job.ready.wait(max(0.0, deadline - time.monotonic()))
+        finally:
+            self._waiting_on = None
+        return job.finished
+
+    def wakeup(self) -> bool:
+        """A commit under way stops waiting for the coordinator; a poll is not woken (False): librdkafka's
+        consume has no wakeup that confluent-kafka exposes, so callers keep their polls short."""
+        job = self._waiting_on
+        if job is not None:
+            self._woken = True
+            job.ready.set()
+        return False
 
     def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         if self._group is None or not partitions:
@@ -498,9 +592,24 @@ class KafkaConsumer(Consumer):
         if self._closed:
             return
         self._closed = True
+        behind = self._commit_job
+        if behind is None:
+            self._close_client()
+        else:
+            # librdkafka's close waits for that commit: bounded here, the rest left to a helper thread. The
+            # listener hears nothing from there, late and from another thread.
+            self._listener = None
+            closer = threading.Thread(target=self._close_client, daemon=True, name=f"close-{self._group}")
+            closer.start()
+            closer.join(CLOSE_BEHIND_COMMIT_S)
+            if closer.is_alive():
+                log.warning("Consumer of group %s: a commit still waits for the group coordinator; the close "
+                            "finishes in the background once it answers", self._group)
+        self._assigned.clear()
+
+    def _close_client(self) -> None:
         try:
             # Leaves the group; the listener hears about the revoked partitions.
             self._c.close()
         except Exception:
             log.exception("error while closing consumer (group %s)", self._group)
-        self._assigned.clear()
