@@ -12,22 +12,32 @@ from connect.runtime.herder import Herder, HerderError, NotLeaderError
 from connect.schema_registry.api import SchemaRegistry
 from rest.access_log import AccessLogMiddleware, printable
 from rest.auth import install_basic_auth
-from rest.context import ConfigSource, install, setting
+from rest.context import ConfigSource, current_herder, install, setting
 from rest.cors import install_cors
 from rest.forwarding import forward_to_leader
 from rest.guards import install_guards
 from rest.json_provider import OrjsonProvider
 from rest.log_levels import LoggerLevels
+from rest.readiness import SCHEMA_REGISTRY_PREFIX, answers_while_starting
 from rest.reason_phrases import StandardReasonPhrases
 from rest.responses import INTERNAL_ERROR_MESSAGE, RestError, error_response
 from rest.routes import BLUEPRINTS
+from rest.routes.connectors import STARTING_RETRY_AFTER_S
 from rest.routes.loggers import LEVELS_KEY
+from rest.routes.root import STARTING_MESSAGE
 from rest.routes.schema_registry import REGISTRY_KEY
 from rest.routes.schema_registry import bp as schema_registry_bp
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "starting_response"]
 
 log = logging.getLogger(__name__)
+
+
+def starting_response() -> Response:
+    """What every endpoint but /health answers until the worker can take requests."""
+    response = error_response(503, STARTING_MESSAGE)
+    response.headers["Retry-After"] = str(STARTING_RETRY_AFTER_S)
+    return response
 
 
 def _http_error(e: HTTPException) -> Response:
@@ -110,11 +120,21 @@ def create_app(herder: Herder, worker_config: ConfigSource, internal_key: bytes 
         str(setting(worker_config, "access.control.allow.origin", "")),
         str(setting(worker_config, "access.control.allow.methods", "")),
     )
+
+    @app.before_request
+    def refuse_while_starting() -> Response | None:
+        # As Kafka Connect 4.1: nothing but the health probe answers before the worker can take requests, so a
+        # client that waits for GET / (or any read) and then writes is never refused; reads would also show a
+        # view of the config the worker has not finished reading
+        if answers_while_starting(request.path) or current_herder().is_ready():
+            return None
+        return starting_response()
+
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
     if schema_registry is not None:
         app.extensions[REGISTRY_KEY] = schema_registry
-        app.register_blueprint(schema_registry_bp, url_prefix="/schema-registry")
+        app.register_blueprint(schema_registry_bp, url_prefix=SCHEMA_REGISTRY_PREFIX)
     _register_error_handlers(app)
 
     @app.before_request

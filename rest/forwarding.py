@@ -56,7 +56,10 @@ def _next_forward_flag() -> str:
     raise RestError(409, "Cannot complete request because of a conflicting operation (e.g. worker rebalance)")
 
 
-def forward_to_leader(error: NotLeaderError) -> Response:
+def forward_to_leader(error: NotLeaderError, *, timeout: float = FORWARD_TIMEOUT_S, target: str = "the leader",
+                      unreachable_status: int = 500) -> Response:
+    """Relays the request to ``error.leader_url`` (``target`` names that worker in the error when it cannot be
+    reached, answered with ``unreachable_status``)."""
     next_flag = _next_forward_flag()
     if not error.leader_url:
         raise RestError(409, NO_LEADER_MESSAGE)
@@ -66,10 +69,12 @@ def forward_to_leader(error: NotLeaderError) -> Response:
     headers = {k: v for k, v in request.headers.items() if k.lower() in _RELAYED_REQUEST_HEADERS}
     log.debug("Forwarding %s %s to the leader at %s", request.method, printable(request.path), printable(url))
     try:
-        upstream = _http().request(request.method, url, content=request.get_data(cache=True), headers=headers)
+        upstream = _http().request(request.method, url, content=request.get_data(cache=True), headers=headers,
+                                   timeout=timeout)
     except httpx.HTTPError as e:
         log.warning("Could not forward %s %s to %s", request.method, printable(request.path), printable(url), exc_info=True)
-        raise RestError(500, f"Could not forward the request to the leader at {error.leader_url}: {e}") from None
+        raise RestError(unreachable_status,
+                        f"Could not forward the request to {target} at {error.leader_url}: {e}") from None
     response = Response(upstream.content, status=upstream.status_code)
     response.headers.pop("Content-Type", None)
     for name, value in upstream.headers.items():

@@ -35,9 +35,10 @@ from rest.access_log import AccessLogMiddleware, WsgiApp, printable
 from rest.auth import install_basic_auth
 from rest.context import ConfigSource, setting
 from rest.cors import install_cors
-from rest.front_channel import FAILED, READY, SETTINGS, SNAPSHOT, WANT, ChannelClosed, FrontChannel
+from rest.front_channel import FAILED, READY, SERVING, SETTINGS, SNAPSHOT, WANT, ChannelClosed, FrontChannel
 from rest.guards import install_guards, max_body_bytes
 from rest.json_provider import OrjsonProvider
+from rest.readiness import HEALTH_PATH, under_schema_registry
 from rest.reason_phrases import StandardReasonPhrases
 from rest.responses import INTERNAL_ERROR_MESSAGE, RestConfigError, RestError, error_response
 from rest.server import RestServer
@@ -88,9 +89,23 @@ def _note_answer(environ: dict[str, Any], sent_at: float, mirror: StatusMirror) 
         mirror.answered(sent_at)
 
 
-def create_status_app(worker_config: ConfigSource, mirror: StatusMirror, worker: WsgiApp) -> Flask:
+def _starting_response(path: str) -> Response:
+    """What the worker itself answers while it starts (rest.app): /health its KIP-1017 body, the rest 503."""
+    # the worker's own modules, imported only if a request comes while it starts: the front stays small
+    from rest.app import starting_response
+    from rest.routes.root import STARTING_MESSAGE
+
+    if path.rstrip("/") == HEALTH_PATH:
+        return Response(orjson.dumps({"status": "starting", "message": STARTING_MESSAGE}), status=503,
+                        mimetype="application/json")
+    return starting_response()
+
+
+def create_status_app(worker_config: ConfigSource, mirror: StatusMirror, worker: WsgiApp,
+                      serving: threading.Event | None = None) -> Flask:
     """The status reads over ``mirror``, behind the worker's own guards, authentication and CORS; a read the
-    mirror cannot answer goes to ``worker``."""
+    mirror cannot answer goes to ``worker``. Until ``serving`` is set, every request is answered as the worker
+    answers while it starts (rest.readiness)."""
     app = Flask("rest.front")
     app.url_map.strict_slashes = False
     app.url_map.merge_slashes = False
@@ -99,6 +114,13 @@ def create_status_app(worker_config: ConfigSource, mirror: StatusMirror, worker:
     install_basic_auth(app, worker_config)
     install_cors(app, str(setting(worker_config, "access.control.allow.origin", "")),
                  str(setting(worker_config, "access.control.allow.methods", "")))
+
+    @app.before_request
+    def refuse_until_serving() -> Response | None:
+        # the front listens while the worker still loads; nothing may look ready before the worker is
+        if serving is None or serving.is_set():
+            return None
+        return _starting_response(request.path)
 
     def answer(body: bytes | None) -> Any:
         if body is None:
@@ -132,14 +154,21 @@ def create_status_app(worker_config: ConfigSource, mirror: StatusMirror, worker:
 
 
 class FrontApp:
-    """Status reads to ``status_app``, the rest straight to ``worker``."""
+    """Status reads to ``status_app``, the rest straight to ``worker``; everything to ``status_app`` until
+    ``serving`` is set (the worker can take requests)."""
 
-    def __init__(self, status_app: WsgiApp, worker: WsgiApp) -> None:
+    def __init__(self, status_app: WsgiApp, worker: WsgiApp, serving: threading.Event | None = None) -> None:
         self._status_app = AccessLogMiddleware(StandardReasonPhrases(status_app))
         self._worker = worker
+        self._serving = serving
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if environ.get("REQUEST_METHOD") == "GET" and _STATUS_READ.match(environ.get("PATH_INFO", "")):
+        path = environ.get("PATH_INFO", "")
+        if self._serving is not None and not self._serving.is_set() and not under_schema_registry(path):
+            # answered as the worker answers while it starts, after the guards; /health too, as the worker
+            # may not even listen on its socket yet
+            return self._status_app(environ, start_response)
+        if environ.get("REQUEST_METHOD") == "GET" and _STATUS_READ.match(path):
             return self._status_app(environ, start_response)
         return self._worker(environ, start_response)
 
@@ -165,7 +194,8 @@ def _serve(channel: FrontChannel) -> int:
         proxy = WorkerProxy(settings["socket"],
                             on_answer=lambda environ, sent_at: _note_answer(environ, sent_at, mirror),
                             max_body_bytes=max_body_bytes(config))
-        app = FrontApp(create_status_app(config, mirror, proxy), proxy)
+        serving = threading.Event()
+        app = FrontApp(create_status_app(config, mirror, proxy, serving), proxy, serving)
         server = RestServer(app, config, threads=int(settings["threads"]))
         server.start()
     except (RestConfigError, OSError) as e:
@@ -178,6 +208,9 @@ def _serve(channel: FrontChannel) -> int:
             kind, payload = channel.receive()
             if kind == SNAPSHOT:
                 mirror.update(*FrontChannel.snapshot_parts(payload))
+            elif kind == SERVING:
+                serving.set()
+                log.info("The worker can take requests; the REST front passes them on")
     except ChannelClosed:
         log.info("The worker closed the REST front's channel; stopping")
     finally:

@@ -2,9 +2,10 @@
 
 A frame is a kind byte, a 4-byte big-endian length, and that many bytes. The worker sends its settings
 once (``SETTINGS``) and then each status snapshot (``SNAPSHOT``: when it was taken, then the listing's
-JSON); the front answers ``READY`` (its listeners' URLs) or ``FAILED`` (why it cannot serve), and asks for
-fresher counters with ``WANT``. The socketpair is private to the two processes, so frames are trusted; the
-channel closing is how each learns that the other is gone.
+JSON) from the moment it can take requests, which ``SERVING`` announces first; the front answers ``READY``
+(its listeners' URLs) or ``FAILED`` (why it cannot serve), and asks for fresher counters with ``WANT``. The
+socketpair is private to the two processes, so frames are trusted; the channel closing is how each learns
+that the other is gone.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import socket
 import struct
 import threading
 
-__all__ = ["FAILED", "READY", "SETTINGS", "SNAPSHOT", "WANT", "ChannelClosed", "FrontChannel"]
+__all__ = ["FAILED", "READY", "SERVING", "SETTINGS", "SNAPSHOT", "WANT", "ChannelClosed", "FrontChannel"]
 
 SETTINGS = b"C"
 READY = b"R"
 FAILED = b"E"
 SNAPSHOT = b"S"
+SERVING = b"V"
 WANT = b"W"
 
 _HEADER = struct.Struct("!cI")

@@ -25,7 +25,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from connect.runtime.herder import Herder
 from rest.access_log import WsgiApp
-from rest.front_channel import FAILED, READY, SETTINGS, WANT, ChannelClosed, FrontChannel
+from rest.front_channel import FAILED, READY, SERVING, SETTINGS, WANT, ChannelClosed, FrontChannel
 from rest.server import DEFAULT_THREADS, RequestObserver, RestServer
 from rest.status_publisher import StatusPublisher
 
@@ -35,12 +35,15 @@ log = logging.getLogger(__name__)
 
 _START_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 10.0
+# how often the worker looks whether its herder can take requests yet, while it starts: a client waiting for
+# GET / waits at most this much longer than it must
+_READY_POLL_S = 0.05
 
 
 class FrontLaunch:
     """The front process, started and sent its settings as soon as the worker has read its config: it binds
     the listeners while the worker loads its plugins and state, and ``RestFrontProcess.start`` then only
-    waits for its answer. Requests that reach it before the worker serves its socket get 503."""
+    waits for its answer. Requests that reach it before the worker can take them get 503 (rest.front)."""
 
     def __init__(self, worker_config: Mapping[str, Any], threads: int = DEFAULT_THREADS) -> None:
         self.threads = threads
@@ -115,10 +118,23 @@ class RestFrontProcess:
             self.stop()
             raise
         self._publisher = StatusPublisher(self._herder, self._launch.channel.send_snapshot)
-        self._publisher.start()
         self._reader = threading.Thread(target=self._read, name="rest-front-channel", daemon=True)
         self._reader.start()
+        threading.Thread(target=self._announce_serving, name="rest-front-readiness", daemon=True).start()
         log.info("REST front process %d listening on %s", self._launch.process.pid, ", ".join(self.urls))
+
+    def _announce_serving(self) -> None:
+        """Once the herder can take requests: tell the front, which refuses them until then, and only then
+        start sending statuses, so that none is answered from a worker still starting."""
+        assert self._publisher is not None
+        while not self._herder.is_ready():
+            if self._stopping.wait(_READY_POLL_S):
+                return
+        try:
+            self._launch.channel.send(SERVING)
+        except ChannelClosed:
+            return  # the front is gone: _read reports it
+        self._publisher.start()
 
     def _read(self) -> None:
         assert self._publisher is not None

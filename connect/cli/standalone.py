@@ -95,11 +95,13 @@ class StandaloneRuntime(WorkerProcess):
         keep_secrets_out_of_text(worker.config_transformer, status)
         self.herder = StandaloneHerder(worker, self._config_store(backend, offsets_file, worker_id))
         self._start_rest(self.herder)
-        self.herder.start()
+        self.herder.start(ready=False)
         for path, props in self.connector_configs:
             info = self.herder.apply_connector_file(props)
             log.info("[%s] Created connector from %s (%s, %d task(s))", info.name, path, info.type.value,
                      len(info.tasks))
+        # only now: a client that waited for the REST API must find the command line's connectors there
+        self.herder.mark_ready()
 
     def _config_store(self, backend, offsets_file: str, worker_id: str):
         """The worker's own config topic: in its embedded log, or on Kafka one named after its lasting id."""

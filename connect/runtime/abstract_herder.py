@@ -37,6 +37,11 @@ _PLUGIN_KINDS = ("source", "sink", "converter", "header_converter", "transformat
 
 
 class AbstractHerder(Herder):
+    # Whether task status carries what only this worker counts (the ``metrics`` counters and automatic-restart
+    # keys of the tasks it runs). A cluster's workers each count only their own tasks, so status there shows
+    # only the status topic's keys, the same body on every worker; the counters are at ``task_metrics``.
+    worker_counts_in_status: bool = True
+
     def __init__(self, worker_id: str, plugins: PluginRegistry, status: StatusStore,
                  worker_config: WorkerConfig | None = None) -> None:
         self._worker_id = worker_id
@@ -160,7 +165,7 @@ class AbstractHerder(Herder):
         ``task_signatures`` is the worker's ``connector_task_signatures(name)``; the other arguments are
         what ``build_status`` takes. Reading the key first keeps a stored body at least as new as its key."""
         restarts: tuple[Any, ...] = ()
-        if self.task_restarter is not None:
+        if self.task_restarter is not None and self.worker_counts_in_status:
             restarts = tuple(self.task_restarter.info(ConnectorTaskId(name, i)) for i in range(task_count))
         key = (self.status.version(name), config, task_count, log_problem, restarts, task_signatures)
         return self.status_views.body(name, key, lambda: self._body_with_lags(name, task_signatures))
@@ -220,7 +225,8 @@ class AbstractHerder(Herder):
         connector = ConnectorState(cs.state, cs.worker_id, cs.trace, version) if cs else ConnectorState(
             State.UNASSIGNED, self.worker_id, version=version)
         tasks = []
-        restarts = self.task_restarter.info if self.task_restarter is not None else (lambda _tid: None)
+        restarts = (self.task_restarter.info if self.task_restarter is not None and self.worker_counts_in_status
+                    else (lambda _tid: None))
         for i in range(task_count):
             tid = ConnectorTaskId(name, i)
             ts = statuses.get(tid)

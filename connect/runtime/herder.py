@@ -39,6 +39,7 @@ __all__ = [
     "TargetState",
     "TaskInfo",
     "TaskState",
+    "task_metrics_body",
 ]
 
 
@@ -196,6 +197,18 @@ class TaskState:
         return body
 
 
+def task_metrics_body(task: int, worker_id: str, metrics: Mapping[str, int | float] | None,
+                      restart: TaskRestartInfo | None) -> dict[str, Any]:
+    """The body of ``GET /connectors/{c}/tasks/{t}/metrics``: the worker that counted, its counters, and the
+    automatic-restart keys named as in a standalone task status."""
+    body: dict[str, Any] = {"id": task, "worker_id": worker_id, "metrics": dict(metrics or {})}
+    if restart is not None:
+        body["restart_tries"] = restart.tries
+        body["restart_max_tries"] = restart.max_tries
+        body["next_restart_ms"] = restart.next_restart_ms
+    return body
+
+
 @attrs.frozen
 class ConnectorStateInfo:
     name: str
@@ -314,6 +327,13 @@ class Herder(abc.ABC):
 
     @abc.abstractmethod
     def task_status(self, task: ConnectorTaskId) -> TaskState: ...
+
+    def task_metrics(self, task: ConnectorTaskId) -> dict[str, Any]:
+        """Headrace extension: ``task``'s counters and automatic-restart keys as counted by the worker that runs
+        it (``task_metrics_body``). A worker that does not run it raises NotLeaderError naming the one that does.
+        By default they are what the task's status carries (one worker: status is the same everywhere)."""
+        state = self.task_status(task)
+        return task_metrics_body(task.task, state.worker_id, state.metrics, state.restart)
 
     @abc.abstractmethod
     def task_configs(self, name: str) -> list[TaskInfo]: ...

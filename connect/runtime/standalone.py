@@ -67,7 +67,9 @@ class StandaloneHerder(AbstractHerder):
         self.make_task_restarter(worker.config, self.restart_task)
 
     # --- lifecycle ------------------------------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, ready: bool = True) -> None:
+        """``ready=False``: the worker still has connector files to apply, and calls ``mark_ready`` after them
+        (KIP-1017: a standalone worker is ready once the connectors on its command line are started)."""
         self.store.start()
         snapshot = self.store.snapshot
         for name in sorted(snapshot.connectors):
@@ -76,6 +78,10 @@ class StandaloneHerder(AbstractHerder):
             self._start_connector(name)
         if self.task_restarter is not None:
             self.task_restarter.start()
+        if ready:
+            self.mark_ready()
+
+    def mark_ready(self) -> None:
         self._ready.set()
 
     def stop(self) -> None:

@@ -13,12 +13,14 @@ from connect.runtime.herder import (
     ConnectorTaskId,
     InternalRequestSignature,
     NotFoundError,
+    NotLeaderError,
     TargetState,
 )
 from rest.access_log import printable
 from rest.auth import INTERNAL_ALGORITHM_HEADER as ALGORITHM_HEADER
 from rest.auth import INTERNAL_SIGNATURE_HEADER as SIGNATURE_HEADER
 from rest.context import CONFIG_KEY, current_herder, setting_bool
+from rest.forwarding import forward_to_leader
 from rest.parsing import bool_param, json_body, json_object_body, string_map
 from rest.responses import RestError, empty_response, error_response, json_response
 from rest.routes.root import STARTING_MESSAGE
@@ -237,6 +239,22 @@ def fence_zombies(connector: str) -> Response:
 @bp.get("/connectors/<connector>/tasks/<int:task>/status")
 def get_task_status(connector: str, task: int) -> Response:
     return json_response(current_herder().task_status(ConnectorTaskId(connector, task)).to_json())
+
+
+# How long a worker waits for the worker running a task to answer for its counters. They are a read for a
+# dashboard: a worker cut off or hung makes a prompt 503 naming it, not a request held for a rebalance's length.
+TASK_METRICS_FORWARD_TIMEOUT_S = 5.0
+
+
+@bp.get("/connectors/<connector>/tasks/<int:task>/metrics")
+def get_task_metrics(connector: str, task: int) -> Response:
+    """Headrace extension: a task's counters from the worker that runs it, whichever worker is asked."""
+    task_id = ConnectorTaskId(connector, task)
+    try:
+        return json_response(current_herder().task_metrics(task_id))
+    except NotLeaderError as e:
+        return forward_to_leader(e, timeout=TASK_METRICS_FORWARD_TIMEOUT_S,
+                                 target=f"the worker that runs task {task_id}", unreachable_status=503)
 
 
 @bp.post("/connectors/<connector>/tasks/<int:task>/restart")

@@ -6,6 +6,8 @@
 (function () {
   const REFRESH_MS = 2000;
   const HISTORY_POINTS = 60;
+  // tasks whose counters one refresh asks their workers for (distributed mode); beyond it cells stay blank
+  const TASK_METRICS_MAX = 200;
   const REQUEST_TIMEOUT_MS = 15000;
   const SECRET_KEY = /(password|passwd|secret|token|credential|api[._-]?key|private[._-]?key|jaas)/i;
   const REFERENCE = /\$\{[^}]*\}/;
@@ -129,10 +131,34 @@
     for (const name of Object.keys(store.samples)) {
       if (!(name in store.connectors)) { delete store.samples[name]; delete store.history[name]; }
     }
+    await addTaskMetrics(store.connectors);
     for (const [name, entry] of Object.entries(store.connectors)) {
       if (entry.status) recordSample(name, entry.status, now);
     }
     store.loaded = true;
+  }
+
+  async function addTaskMetrics(connectors) {
+    // In distributed mode status holds only what the status topic says, the same on every worker; the
+    // counters (and auto-restart keys) come from each task's metrics endpoint, which asks the task's worker.
+    // Standalone status already carries them. A task whose worker does not answer shows blank cells.
+    const wanted = [];
+    for (const [name, entry] of Object.entries(connectors)) {
+      for (const task of (entry.status && entry.status.tasks) || []) {
+        if (!task.metrics && task.state !== "UNASSIGNED") wanted.push([name, task]);
+      }
+    }
+    if (wanted.length > TASK_METRICS_MAX) wanted.length = TASK_METRICS_MAX;
+    await Promise.all(wanted.map(async ([name, task]) => {
+      try {
+        const shown = await api("GET", `/connectors/${enc(name)}/tasks/${task.id}/metrics`);
+        if (shown && shown.worker_id === task.worker_id) {
+          for (const key of ["metrics", "restart_tries", "restart_max_tries", "next_restart_ms"]) {
+            if (key in shown) task[key] = shown[key];
+          }
+        }
+      } catch (e) { /* left blank: the task's worker did not answer */ }
+    }));
   }
 
   function sumOfTasks(status, pick) {

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,7 @@ import pytest
 from services.kafka import KafkaService
 from services.kafka_connect import JavaConnectService
 from tests.compat.known_differences import KNOWN_DIFFERENCES, KnownDifference
-from tests.support import RestWorker, wait_until
+from tests.support import RestWorker, connect_standalone, wait_until, write_properties
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -376,3 +379,104 @@ def test_the_same_requests_get_the_same_answers_from_java_kafka_connect_and_head
     stale = [d for d in KNOWN_DIFFERENCES if id(d) not in seen]
     report = problems + [f"known difference no longer seen: {d.step}: {d.reason}" for d in stale]
     assert not report, "\n".join(report)
+
+
+# --- the start-up window (issue #36) ------------------------------------------------------------------
+
+
+@attrs.define
+class StartUp:
+    """What a client saw of one worker's start, polling from the moment the process was spawned."""
+
+    label: str
+    root_codes: list[int] = attrs.Factory(list)  # GET / answers before the first 200
+    root_retry_after: list[str | None] = attrs.Factory(list)
+    health: list[tuple[int, Any]] = attrs.Factory(list)  # /health answers before GET / answered 200
+    write_after_root: int | None = None  # the POST sent right after the first GET / 200
+
+
+def _watch_start(label: str, url: str, alive: Callable[[], bool], probe: dict[str, Any]) -> StartUp:
+    """Polls ``GET /`` and ``/health`` as a client waiting for the worker, then writes once ``GET /`` says 200."""
+    seen = StartUp(label)
+    with httpx.Client(base_url=url, timeout=30) as client:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            assert alive(), f"{label} exited during start-up"
+            try:
+                root = client.get("/", headers={"Accept": "application/json"})
+            except httpx.TransportError:
+                time.sleep(0.02)  # not listening yet
+                continue
+            if root.status_code == 200:
+                seen.write_after_root = client.post("/connectors", json=probe).status_code
+                return seen
+            seen.root_codes.append(root.status_code)
+            seen.root_retry_after.append(root.headers.get("Retry-After"))
+            try:
+                health = client.get("/health")
+                seen.health.append((health.status_code, health.json() if health.status_code != 404 else None))
+            except (httpx.TransportError, ValueError):
+                pass
+            time.sleep(0.05)
+    raise AssertionError(f"{label} did not answer GET / with 200 within 180 s")
+
+
+def test_a_starting_worker_answers_get_root_only_once_it_takes_writes_as_java_does(
+    kafka: KafkaService, tmp_path: Path,
+) -> None:
+    """Kafka Connect 4.1 answers ``GET /`` only once the worker can take requests (before that Jetty answers
+    404, its resources not yet registered), so a client that waits for ``GET /`` and then writes succeeds.
+    Headrace must keep the same promise; it answers the window with 503 and ``Retry-After`` instead of 404,
+    and ``/health`` (KIP-1017) with its starting body. Both start with a FileStreamSource on their command
+    line, which a standalone worker starts before it is ready."""
+    sides: dict[str, StartUp] = {}
+    for folder in ("java", "headrace"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "in.txt").write_text("one\ntwo\n")
+
+    def connector_file(folder: str, prefix: str) -> Path:
+        return write_properties(tmp_path / folder / "src.properties", {
+            "name": f"{prefix}start-src", "connector.class": "FileStreamSource", "tasks.max": "1",
+            "file": tmp_path / folder / "in.txt", "topic": f"{prefix}start-lines"})
+
+    def probe(folder: str, prefix: str) -> dict[str, Any]:
+        return {"name": f"{prefix}start-probe", "config": {
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "tasks.max": "1",
+            "file": str(tmp_path / folder / "out.txt"), "topics": f"{prefix}start-lines"}}
+
+    java = JavaConnectService(kafka.bootstrap_servers, mode="standalone", work_dir=tmp_path / "java" / "worker",
+                              connector_files=[connector_file("java", "j-")])
+    # start() returns once Java is ready; meanwhile this thread polls it as a client would
+    starter = threading.Thread(target=java.start, name="java-connect-start", daemon=True)
+    starter.start()
+    try:
+        sides["Java"] = _watch_start("Java", java.rest_url, lambda: starter.is_alive() or java.is_running(),
+                                     probe("java", "j-"))
+        starter.join(120)
+    finally:
+        java.cleanup()
+
+    headrace = RestWorker(tmp_path / "headrace", bootstrap_servers=kafka.bootstrap_servers,
+                          config_storage_topic=f"headrace-compat-start-{tmp_path.name}",
+                          key_converter=JSON_CONVERTER, value_converter=JSON_CONVERTER)
+    proc = connect_standalone(tmp_path / "headrace", headrace.cfg, connector_file("headrace", "h-"))
+    try:
+        sides["Headrace"] = _watch_start("Headrace", headrace.url, proc.alive, probe("headrace", "h-"))
+    finally:
+        assert proc.terminate() == 0, proc.log()
+
+    print("\n".join(f"{s.label}: GET / before 200: {dict(Counter(s.root_codes))}; /health meanwhile: "
+                    f"{dict(Counter(code for code, _ in s.health))}; write after GET / 200: {s.write_after_root}"
+                    for s in sides.values()))
+    for side in sides.values():
+        assert side.write_after_root == 201, f"{side.label}: GET / answered 200, then a POST got {side.write_after_root}"
+        for code, body in side.health:
+            # KIP-1017 on both: 503 with the starting body (or Jetty's 404 before Java registers its resources)
+            assert code == 404 or (code == 503 and body["status"] == "starting"), (side.label, code, body)
+    assert set(sides["Java"].root_codes) <= {404, 503}, sides["Java"].root_codes
+    assert set(sides["Headrace"].root_codes) <= {503}, sides["Headrace"].root_codes
+    assert all(v is not None and v.isdigit() for v in sides["Headrace"].root_retry_after), sides["Headrace"]
+    java_health = [body for code, body in sides["Java"].health if code == 503]
+    headrace_health = [body for code, body in sides["Headrace"].health if code == 503]
+    if java_health and headrace_health:
+        assert key_paths(java_health[0], "") == key_paths(headrace_health[0], "")

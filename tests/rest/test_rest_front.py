@@ -388,3 +388,28 @@ def test_a_status_read_the_worker_answered_slowly_does_not_discard_a_snapshot_ta
     # a write's answer, though, is what older snapshots may not show
     _note_answer({"REQUEST_METHOD": "DELETE", "PATH_INFO": "/connectors/a", "QUERY_STRING": ""}, 100.01, mirror)
     assert mirror.listing() is None
+
+
+def test_until_the_worker_serves_the_front_answers_every_request_as_a_starting_worker() -> None:
+    worker = RecordingWorker()
+    mirror = StatusMirror(want=lambda: None)
+    serving = threading.Event()
+    config = {"listeners": "http://127.0.0.1:0"}
+    client = Client(FrontApp(create_status_app(config, mirror, worker, serving), worker, serving))
+    headers = {"Host": "127.0.0.1"}
+    mirror.update(float("inf"), _listing(_body("a")))  # even a snapshot is not shown before the worker serves
+    for method, path in (("GET", "/"), ("GET", "/connectors?expand=status"), ("GET", "/connectors/a/status"),
+                         ("POST", "/connectors"), ("PUT", "/connectors/a/pause")):
+        r = client.open(path, method=method, headers=headers)
+        assert r.status_code == 503, (method, path, r.status_code)
+        assert r.headers["Retry-After"] == "5" and "starting" in r.get_json()["message"], (method, path)
+    r = client.get("/health", headers=headers)
+    assert r.status_code == 503 and r.get_json()["status"] == "starting" and "Retry-After" not in r.headers
+    # the host check still comes first
+    assert client.get("/", headers={"Host": "evil.example"}).status_code == 421
+    assert worker.requests == []
+    # the schema registry is not the herder's: the worker's own tasks may use it while it starts
+    assert client.get("/schema-registry/subjects", headers=headers).status_code == 299
+    serving.set()
+    assert client.get("/", headers=headers).status_code == 299
+    assert client.get("/connectors/a/status", headers=headers).status_code == 200

@@ -183,10 +183,17 @@ def test_task_status_with_trace_when_failed(client: FlaskClient, fake_herder: Fa
     assert_error(client.get("/connectors/src/tasks/7/status"), 404, "src-7")
 
 
+def test_task_metrics_come_from_the_worker_that_runs_the_task(client: FlaskClient) -> None:
+    create(client)
+    assert client.get("/connectors/src/tasks/1/metrics").get_json() == {"id": 1, "worker_id": WORKER_ID, "metrics": {}}
+    assert_error(client.get("/connectors/src/tasks/7/metrics"), 404, "src-7")
+
+
 @pytest.mark.parametrize(
     "path",
     ["/connectors/nope", "/connectors/nope/config", "/connectors/nope/status", "/connectors/nope/tasks",
-     "/connectors/nope/tasks/0/status", "/connectors/nope/topics", "/connectors/nope/offsets"],
+     "/connectors/nope/tasks/0/status", "/connectors/nope/tasks/0/metrics", "/connectors/nope/topics",
+     "/connectors/nope/offsets"],
 )
 def test_unknown_connector_is_404(client: FlaskClient, path: str) -> None:
     assert_error(client.get(path), 404, "nope")
@@ -500,7 +507,13 @@ def test_writes_while_the_worker_is_starting_are_a_retryable_503(client: FlaskCl
     assert r.headers["Retry-After"] == "5"
     assert_error(client.put("/connectors/src/pause"), 503, "still starting up")
     assert_error(client.delete("/connectors/src"), 503, "still starting up")
-    # reads still answer, and once started the same request goes through
-    assert client.get("/connectors").status_code == 200
+    # reads too (issue #36: a client waiting for GET / must not then be refused a write), /health aside
+    for path in ("/", "/connectors", "/connectors?expand=status", "/connector-plugins", "/admin/loggers"):
+        r = client.get(path)
+        assert_error(r, 503, "still starting up")
+        assert r.headers["Retry-After"] == "5", path
+    r = client.get("/health")
+    assert r.status_code == 503 and r.get_json()["status"] == "starting" and "Retry-After" not in r.headers
     fake_herder.ready = True
+    assert client.get("/").status_code == 200
     assert create(client).status_code == 201

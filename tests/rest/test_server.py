@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 
 import httpx
 import pytest
@@ -172,6 +173,42 @@ def test_unreachable_leader_is_500_naming_it() -> None:
     client = create_app(NotLeaderHerder(dead), LOOPBACK).test_client()
     r = client.put("/connectors/x/config", json={"connector.class": "FileStreamSource"})
     assert r.status_code == 500 and dead in r.get_json()["message"]
+
+
+class ElsewhereHerder(FakeHerder):
+    """A worker of a cluster that does not run the task asked about, as a distributed herder says."""
+
+    def __init__(self, owner_url: str) -> None:
+        super().__init__()
+        self.owner_url = owner_url
+
+    def task_metrics(self, task: object) -> dict[str, object]:  # type: ignore[override]
+        from connect.runtime.herder import NotLeaderError
+
+        raise NotLeaderError(f"Task {task} runs on another worker", self.owner_url)
+
+
+def test_task_metrics_are_asked_of_the_task_s_worker() -> None:
+    owner_herder = FakeHerder()
+    owner_herder.put_connector_config("src", {"connector.class": "FileStreamSource", "tasks.max": "2"}, False)
+    with RestServer(create_app(owner_herder, LOOPBACK), LOOPBACK) as owner:
+        with RestServer(create_app(ElsewhereHerder(owner.advertised_url()), LOOPBACK), LOOPBACK) as other:
+            r = httpx.get(f"{other.url}/connectors/src/tasks/1/metrics", timeout=10)
+    assert r.status_code == 200, r.text
+    assert r.json()["id"] == 1 and r.json()["metrics"] == {}
+
+
+def test_a_task_s_worker_that_does_not_answer_is_a_prompt_503_naming_it() -> None:
+    # accepts connections and never answers, as a worker cut off or hung does
+    with socket.create_server(("127.0.0.1", 0)) as hung:
+        owner = f"http://127.0.0.1:{hung.getsockname()[1]}"
+        client = create_app(ElsewhereHerder(owner), LOOPBACK).test_client()
+        started = time.monotonic()
+        r = client.get("/connectors/src/tasks/0/metrics")
+        elapsed = time.monotonic() - started
+    assert r.status_code == 503, r.get_data(as_text=True)
+    assert owner in r.get_json()["message"] and "src-0" in r.get_json()["message"]
+    assert elapsed < 30, elapsed  # the forwarding timeout is 5 s; writes wait 90 s for a leader
 
 
 # --- stopping with requests in flight, and log lines --------------------------------------------------------

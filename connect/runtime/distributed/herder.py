@@ -42,6 +42,7 @@ from connect.runtime.herder import (
     TargetState,
     TaskInfo,
     TaskState,
+    task_metrics_body,
 )
 from connect.runtime.metrics_snapshot import WorkerMetrics
 from connect.runtime.offset_admin import (
@@ -69,6 +70,10 @@ _REQUEST_TIMEOUT_S = 60.0
 class DistributedHerder(AbstractHerder):
     """``config_store`` is a KafkaConfigBackingStore; ``member_factory(listener, config_state, refresh_config)``
     makes the WorkerGroupMember (tests give their own)."""
+
+    # Each worker counts only the tasks it runs: status shows the status topic's keys alone, so every worker
+    # gives the same body (issue #36); ``task_metrics`` asks the task's worker for its counters.
+    worker_counts_in_status = False
 
     def __init__(self, worker: Worker, config_store: Any, rest_url: str, *,
                  member_factory: Callable[..., Any], group_id: str = "connect-cluster", key_ttl_ms: int = 3_600_000,
@@ -194,8 +199,7 @@ class DistributedHerder(AbstractHerder):
         if config is None:
             raise NotFoundError(f"Connector {name} not found")
         count = len(snapshot.task_configs.get(name, []))
-        return self.build_status(name, config, count, lambda: self.worker.connector_task_metrics(name),
-                                 self.worker.backend.health_problem())
+        return self.build_status(name, config, count, None, self.worker.backend.health_problem())
 
     def connector_status_body(self, name: str) -> dict[str, Any]:
         snapshot = self.store.snapshot()
@@ -204,21 +208,38 @@ class DistributedHerder(AbstractHerder):
             self.status_views.forget(name)
             raise NotFoundError(f"Connector {name} not found")
         count = len(snapshot.task_configs.get(name, []))
-        return self.status_body(name, config, count, self.worker.connector_task_signatures(name),
-                                self.worker.backend.health_problem())
+        # no task signatures: they key the body on this worker's counters, which the body does not show
+        return self.status_body(name, config, count, (), self.worker.backend.health_problem())
 
     def status_changes(self) -> Hashable:
         return self.listing_token(self.store.snapshot(), self.worker.backend.health_problem())
 
     def connector_status_bodies(self, fresh: bool = False) -> dict[str, dict[str, Any]]:
-        return self.status_listing(self.store.snapshot(), self.worker.task_signatures, self.worker.backend.health_problem(),
-                                   fresh)
+        # no task signatures, as in connector_status_body
+        return self.status_listing(self.store.snapshot(), lambda: {}, self.worker.backend.health_problem(), fresh)
 
     def task_status(self, task: ConnectorTaskId) -> TaskState:
         for t in self.connector_status(task.connector).tasks:
             if t.id == task.task:
                 return t
         raise NotFoundError(f"No status found for task {task}")
+
+    def task_metrics(self, task: ConnectorTaskId) -> dict[str, Any]:
+        snapshot = self.store.snapshot()
+        if task.connector not in snapshot.connectors:
+            raise NotFoundError(f"Connector {task.connector} not found")
+        if not 0 <= task.task < len(snapshot.task_configs.get(task.connector, [])):
+            raise NotFoundError(f"Task {task} not found")
+        if self.cluster.work.owns_task(task):
+            counters = self.worker.connector_task_metrics(task.connector).get(task)
+            restart = self.task_restarter.info(task) if self.task_restarter is not None else None
+            return task_metrics_body(task.task, self.worker_id, counters, restart)
+        status = self.status.task(task)
+        if status is None or not status.worker_id or status.worker_id == self.worker_id:
+            raise ConflictError(f"Task {task} is not running on any worker right now (a rebalance may be under "
+                                "way); retry the request")
+        scheme = self.rest_url.split("://", 1)[0]
+        raise NotLeaderError(f"Task {task} runs on worker {status.worker_id}", f"{scheme}://{status.worker_id}")
 
     def task_configs(self, name: str) -> list[TaskInfo]:
         snapshot = self.store.snapshot()
