@@ -234,12 +234,17 @@ class DistributedHerder(AbstractHerder):
             counters = self.worker.connector_task_metrics(task.connector).get(task)
             restart = self.task_restarter.info(task) if self.task_restarter is not None else None
             return task_metrics_body(task.task, self.worker_id, counters, restart)
+        raise self._runs_elsewhere(task)
+
+    def _runs_elsewhere(self, task: ConnectorTaskId) -> ConflictError | NotLeaderError:
+        """What to answer about a task this worker does not run: where it runs (the request is sent there, as
+        a write is to the leader), or that it runs nowhere right now."""
         status = self.status.task(task)
         if status is None or not status.worker_id or status.worker_id == self.worker_id:
-            raise ConflictError(f"Task {task} is not running on any worker right now (a rebalance may be under "
-                                "way); retry the request")
+            return ConflictError(f"Task {task} is not running on any worker right now (a rebalance may be under "
+                                 "way); retry the request")
         scheme = self.rest_url.split("://", 1)[0]
-        raise NotLeaderError(f"Task {task} runs on worker {status.worker_id}", f"{scheme}://{status.worker_id}")
+        return NotLeaderError(f"Task {task} runs on worker {status.worker_id}", f"{scheme}://{status.worker_id}")
 
     def task_configs(self, name: str) -> list[TaskInfo]:
         snapshot = self.store.snapshot()
@@ -307,12 +312,7 @@ class DistributedHerder(AbstractHerder):
             self.cluster.on_tick_thread(lambda: self.cluster.work.restart_tasks([task], self.store.snapshot()))
             return
         self._require_leader()
-        status = self.status.task(task)
-        if status is None or not status.worker_id or status.worker_id == self.worker_id:
-            raise ConflictError(f"Task {task} is not running on any worker right now (a rebalance may be under "
-                                "way); retry the request")
-        scheme = self.rest_url.split("://", 1)[0]
-        raise NotLeaderError(f"Task {task} runs on worker {status.worker_id}", f"{scheme}://{status.worker_id}")
+        raise self._runs_elsewhere(task)
 
     def pause_connector(self, name: str) -> None:
         self._require_leader()
