@@ -51,14 +51,17 @@ class Worker:
             props.write_text(text)
         self.proc = connect_standalone(tmp, props)
 
-    def wait_ready(self, client: httpx.Client) -> None:
+    def wait_ready(self, client: httpx.Client, headers: dict[str, str] | None = None) -> None:
+        """Until the worker serves: /health answers 200 (with ``headers``' credentials where auth is on; a 401
+        says only that the listener is up, not that the worker behind it takes requests yet)."""
         def ready() -> bool:
             if not self.proc.alive():
                 return True
             try:
-                return client.get("/health").status_code in (200, 401)
+                status = client.get("/health", headers=headers or {}).status_code
             except httpx.HTTPError:
                 return False
+            return status == 200 if headers else status in (200, 401)
 
         wait_until(ready, 60, what="worker REST")
         assert self.proc.alive(), self.proc.log()
@@ -128,7 +131,7 @@ def test_basic_auth_over_tls_lets_only_known_users_in(tmp_path: Path, separate: 
     bad = "Basic " + base64.b64encode(b"ops:guess").decode()
     try:
         with httpx.Client(base_url=worker.url, timeout=30, verify=ssl.create_default_context(cafile=str(certs.ca))) as c:
-            worker.wait_ready(c)
+            worker.wait_ready(c, {"Authorization": good})
             body = {"name": "evil", "config": sink_config(tmp_path)}
             for headers in ({}, {"Authorization": bad}):
                 r = c.post("/connectors", json=body, headers=headers)

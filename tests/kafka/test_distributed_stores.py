@@ -142,7 +142,9 @@ def test_statuses_are_shared_and_a_stale_worker_cannot_hide_the_new_owners_state
 def test_offsets_written_anywhere_are_found_by_the_same_lookup(backend, unique_topic):
     topic = unique_topic("offsets")
     a = KafkaOffsetStore(backend, topic, partitions=5, replication_factor=1)
-    b = KafkaOffsetStore(backend, topic, partitions=5, replication_factor=1)
+    # b reads the topic only when asked (start, refresh): following it, b could see a's write before the first
+    # look below, which checks that another worker's offsets are known once refreshed and not before
+    b = KafkaOffsetStore(backend, topic, partitions=5, replication_factor=1, follow=False)
     a.start()
     b.start()
     try:
