@@ -21,7 +21,8 @@ from services.kafka import KafkaService
 from tests.distributed.cluster import ClusterNames, DistributedWorker
 from tests.support import CliProcess, RestWorker, connect_standalone, wait_until, write_properties
 
-pytestmark = pytest.mark.timeout(240)
+# real workers whose start a test plugin slows by 5 s: the full suite runs them, the fast one leaves them out
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 START_DELAY_S = 5.0
 
