@@ -406,10 +406,7 @@ class WorkerSourceTask(WorkerTask):
     def _dispatch(self, staged: list[tuple[SourceRecord, SourceRecord, bytes | None, bytes | None, Any]],
                   ack: _BatchAck | None = None) -> None:
         """Hand converted records to the producer: one ``send_batch`` for the common case, else one by one."""
-        topic = staged[0][1].topic
-        for _, out, _, _, _ in staged:
-            if out.topic not in self._known_topics:
-                self._ensure_topic(out.topic)
+        topic = staged[0][1].topic  # every staged record's topic is known: _send_each ensured it before staging
         if not self._commit_record_hook and all(
             k is None and h is None and o.kafka_partition is None and o.topic == topic for _, o, k, _, h in staged
         ):
