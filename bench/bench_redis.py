@@ -43,7 +43,7 @@ from connect.api import Schema, SinkRecord
 from connect.runtime.gc_policy import settle_heap
 from plugins.redis import RedisSinkTask, RedisStreamSourceTask
 from services.redis import RedisService
-from tests.plugins.redis_contexts import SinkContext, SourceContext
+from tests.plugins.task_contexts import SinkContext, SourceContext
 
 
 def _batches(n: int, batch: int) -> list[list[SinkRecord]]:

@@ -14,7 +14,6 @@ import zlib
 
 import pytest
 
-from connect.api import OffsetStorageReader, SourceTaskContext
 from plugins.flume import avro_ipc as ipc
 from plugins.flume.avro_source import FlumeAvroSourceTask
 from tests.flume_support import (
@@ -27,23 +26,8 @@ from tests.flume_support import (
     read_call_response,
     read_handshake_response,
 )
+from tests.plugins.task_contexts import SourceContext
 from tests.support import free_port, wait_until
-
-
-class _Offsets(OffsetStorageReader):
-    def offset(self, partition):
-        return None
-
-
-class _Context(SourceTaskContext):
-    def __init__(self, configs):
-        self._configs = configs
-
-    def configs(self):
-        return self._configs
-
-    def offset_storage_reader(self):
-        return _Offsets()
 
 
 class _Runtime:
@@ -77,7 +61,7 @@ def source():
         port = free_port()
         config = {"name": "flume-in", "topic": "flume", "listeners": f"tcp://127.0.0.1:{port}", **props}
         task = FlumeAvroSourceTask()
-        task.initialize(_Context(config))
+        task.initialize(SourceContext(config))
         task.start(config)
         runtime = _Runtime(task, acknowledge)
         started.append((task, runtime))

@@ -19,29 +19,14 @@ import zlib
 import httpx
 import pytest
 
-from connect.api import OffsetStorageReader, SourceRecordBatch, SourceTaskContext
+from connect.api import SourceRecordBatch
 from plugins.ingest.http import BadInput, EventParser, HttpSourceTask, TooLarge, parse_events
+from tests.plugins.task_contexts import SourceContext
 from tests.support import free_port, wait_until
 
 TINY = b'{"message":"x"}\n'
 
 
-class _Offsets(OffsetStorageReader):
-    def offset(self, partition):
-        return None
-
-
-class _Context(SourceTaskContext):
-    """The task's context, faked: no runtime runs here."""
-
-    def __init__(self, configs):
-        self._configs = configs
-
-    def configs(self):
-        return self._configs
-
-    def offset_storage_reader(self):
-        return _Offsets()
 
 
 @pytest.fixture
@@ -54,7 +39,7 @@ def source():
         config = {"name": "bounds", "topic": "logs", "listeners": f"http://127.0.0.1:{port}",
                   "http.ack.timeout.ms": "3000", **props}
         task = HttpSourceTask()
-        task.initialize(_Context(config))
+        task.initialize(SourceContext(config))
         task.start(config)
         started.append(task)
         return task, f"http://127.0.0.1:{port}/"
@@ -345,7 +330,7 @@ def test_flume_http_source_counts_its_events_before_making_records():
     config = {"name": "flume", "topic": "logs", "listeners": f"http://127.0.0.1:{port}",
               "max.request.events": "3", "http.ack.timeout.ms": "3000"}
     task = FlumeHttpSourceTask()
-    task.initialize(_Context(config))
+    task.initialize(SourceContext(config))
     task.start(config)
     try:
         url = f"http://127.0.0.1:{port}/"

@@ -8,34 +8,17 @@ import threading
 import httpx
 import pytest
 
-from connect.api import OffsetStorageReader, SourceRecordBatch, SourceTaskContext
+from connect.api import SourceRecordBatch
 from plugins.ingest.http import BadInput, HttpSourceTask, parse_events
+from tests.plugins.task_contexts import SourceContext
 from tests.support import free_port, wait_until
-
-
-class _Offsets(OffsetStorageReader):
-    def offset(self, partition):
-        return None
-
-
-class _Context(SourceTaskContext):
-    """The task's context, faked: this test plays the runtime itself."""
-
-    def __init__(self, configs):
-        self._configs = configs
-
-    def configs(self):
-        return self._configs
-
-    def offset_storage_reader(self):
-        return _Offsets()
 
 
 def _task(**props):
     port = free_port()
     config = {"name": "t", "topic": "logs", "listeners": f"http://127.0.0.1:{port}", **props}
     task = HttpSourceTask()
-    task.initialize(_Context(config))
+    task.initialize(SourceContext(config))
     task.start(config)
     return task, f"http://127.0.0.1:{port}/"
 

@@ -8,25 +8,10 @@ import threading
 
 import pytest
 
-from connect.api import OffsetStorageReader, SourceRecordBatch, SourceTaskContext
+from connect.api import SourceRecordBatch
 from plugins.flume.netcat_source import NetcatSourceTask
+from tests.plugins.task_contexts import SourceContext
 from tests.support import free_port, wait_until
-
-
-class _Offsets(OffsetStorageReader):
-    def offset(self, partition):
-        return None
-
-
-class _Context(SourceTaskContext):
-    def __init__(self, configs):
-        self._configs = configs
-
-    def configs(self):
-        return self._configs
-
-    def offset_storage_reader(self):
-        return _Offsets()
 
 
 class _Runtime:
@@ -62,7 +47,7 @@ def source():
         port = free_port()
         config = {"name": "nc", "topic": "lines", "listeners": f"tcp://127.0.0.1:{port}", **props}
         task = NetcatSourceTask()
-        task.initialize(_Context(config))
+        task.initialize(SourceContext(config))
         task.start(config)
         runtime = _Runtime(task, acknowledge)
         started.append((task, runtime))

@@ -7,7 +7,7 @@ import redis
 
 from connect.api import SourceRecord
 from plugins.redis import RedisKeysSourceConnector, RedisKeysSourceTask
-from tests.plugins.redis_contexts import SourceContext, config_errors
+from tests.plugins.task_contexts import SourceContext, config_errors
 from tests.support import wait_until
 
 pytestmark = pytest.mark.timeout(60)

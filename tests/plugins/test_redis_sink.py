@@ -15,7 +15,7 @@ from connect.api import (
     Struct,
 )
 from plugins.redis import RedisSinkConnector, RedisSinkTask
-from tests.plugins.redis_contexts import Reporter, SinkContext, config_errors
+from tests.plugins.task_contexts import Reporter, SinkContext, config_errors
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -11,7 +11,7 @@ import redis
 from connect.api import ConnectException, RetriableException, Schema, SourceRecord, SourceRecordBatch, Struct
 from connect.log.api import LogError
 from plugins.redis import RedisStreamSourceConnector, RedisStreamSourceTask
-from tests.plugins.redis_contexts import SourceContext, config_errors
+from tests.plugins.task_contexts import SourceContext, config_errors
 from tests.runtime.fakes import FakeClock, source_task
 from tests.support import wait_until
 

@@ -11,27 +11,13 @@ from typing import Any
 
 import pytest
 
-from connect.api import OffsetStorageReader, SourceTaskContext
 from plugins.ingest.tcp_json import TcpJsonSourceTask
+from tests.plugins.task_contexts import SourceContext
 from tests.support import free_port, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
 
-class _Offsets(OffsetStorageReader):
-    def offset(self, partition: Any) -> None:
-        return None
-
-
-class _Context(SourceTaskContext):
-    def __init__(self, configs: dict[str, str]) -> None:
-        self._configs = configs
-
-    def configs(self) -> dict[str, str]:
-        return self._configs
-
-    def offset_storage_reader(self) -> OffsetStorageReader:
-        return _Offsets()
 
 
 @pytest.fixture
@@ -42,7 +28,7 @@ def source() -> Iterator[Any]:
         port = free_port()
         config = {"name": "t", "topic": "logs", "listeners": f"tcp://127.0.0.1:{port}", **props}
         task = TcpJsonSourceTask()
-        task.initialize(_Context(config))
+        task.initialize(SourceContext(config))
         task.start(config)
         started.append(task)
         return task, port

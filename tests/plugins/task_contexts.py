@@ -1,4 +1,4 @@
-"""What the worker gives a task, reduced to what the Redis tasks use: for their tests and bench/bench_redis.py."""
+"""What the worker gives a task, reduced to what plugin tests use: the Redis tasks, the ingestion and Flume sources, and bench/bench_redis.py."""
 
 from __future__ import annotations
 
