@@ -86,8 +86,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(name)
         # Under ``pytest -n 2 --dist loadgroup`` (scripts/test.sh) the tests needing Kafka, HDFS, OpenSearch or
         # Spark all run on one xdist worker, one at a time and against one set of services, while the other
-        # worker runs the rest beside them.
-        if item.get_closest_marker("kafka") or item.get_closest_marker("spark"):
+        # worker runs the rest beside them. The multi-host tests have a broker of their own, in a network
+        # namespace (tests/distributed/conftest.py): they run as a group of their own, beside the services.
+        if "multihost_network" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("multihost"))
+        elif item.get_closest_marker("kafka") or item.get_closest_marker("spark"):
             item.add_marker(pytest.mark.xdist_group("services"))
 
 

@@ -3,20 +3,17 @@ in a network namespace of its own, every worker on port 8083, started from the s
 ``configs/connect-distributed.properties``; faults are links taken down.
 
 Modelled on Apache Kafka's own Connect system tests (connect_distributed_test.py) plus network partitions.
-The module's broker is shared; each test is a cluster of its own on it (its own ``group.id`` and internal
+The broker (tests/distributed/conftest.py) is shared; each test is a cluster of its own on it (its own ``group.id`` and internal
 topics, the only change to the shipped worker config beyond bootstrap servers, listener and paths, unless a
 test says why).
 """
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,112 +21,36 @@ import pytest
 
 from connect.log import open_log_backend
 from connect.log.api import NewTopic
-from tests.distributed.multihost import (
-    NamespacedKafka,
-    NamespacedWorker,
-    NamespaceError,
-    Network,
-    status,
+from tests.distributed.faults import (
+    FLUSH_S,
+    HEARTBEAT_S,
+    SESSION_S,
+    LineFeed,
+    kafka_view,
+    leader_of,
+    running,
+    runs,
+    seconds,
+    settled,
+    start_cluster,
+    stop_cluster,
+    wait_running,
 )
+from tests.distributed.multihost import status
 from tests.support import wait_until
 
 pytestmark = pytest.mark.timeout(600)
 
-WORKERS = ("w1", "w2", "w3")
-# the shipped worker config's timings (Kafka Connect's defaults), which the fault bounds below are made of
-SESSION_S, HEARTBEAT_S, FLUSH_S = 10.0, 3.0, 10.0
 
-
-@pytest.fixture(scope="module")
-def network() -> Iterator[Network]:
-    net = Network(("kafka", *WORKERS))
-    try:
-        net.start()
-    except NamespaceError as exc:
-        # CI runs as root: a machine where this fails cannot run the suite; say why rather than skip
-        pytest.fail(f"network namespaces for the multi-host tests could not be made: {exc}", pytrace=False)
-    try:
-        yield net
-    finally:
-        net.close()
-
-
-@pytest.fixture(scope="module")
-def broker(network: Network, tmp_path_factory: pytest.TempPathFactory) -> Iterator[NamespacedKafka]:
-    kafka = NamespacedKafka(network["kafka"], tmp_path_factory.mktemp("ns-kafka"))
-    try:
-        kafka.start()
-        yield kafka
-    finally:
-        kafka.cleanup()
-
-
-def _cluster_names() -> dict[str, str]:
-    run = uuid.uuid4().hex[:8]
-    return {"group.id": f"mh-{run}", "config.storage.topic": f"mh-{run}-configs",
-            "offset.storage.topic": f"mh-{run}-offsets", "status.storage.topic": f"mh-{run}-status"}
-
-
-def _start(network: Network, root: Path, broker: NamespacedKafka, **changes: Any) -> list[NamespacedWorker]:
-    names = _cluster_names()  # a cluster of its own on the module's broker
-    workers = [NamespacedWorker(network[h], root, broker, **names, **changes).start() for h in WORKERS]
-    for w in workers:
-        w.wait_ready()
-    wait_until(lambda: all(w.rebalances() for w in workers), 90, 0.3, what="a first rebalance on every worker")
-    return workers
-
-
-def _stop(workers: list[NamespacedWorker]) -> None:
-    for w in workers:
-        w.host.heal()  # a test that failed mid-cut leaves its host unplugged
-    for w in workers:
-        w.stop()
-
-
-def _leader(workers: list[NamespacedWorker]) -> NamespacedWorker:
-    return wait_until(lambda: next((w for w in workers if w.alive() and w.is_leader()), None), 60, 0.3,
-                      what="a leader")
-
-
-def _settled(workers: list[NamespacedWorker], quiet_s: float) -> bool:
-    """Every worker completed the same, latest generation, and none rebalanced in the last ``quiet_s``."""
-    last = [w.rebalances()[-1] for w in workers if w.rebalances()]
-    return (len(last) == len(workers) and len({generation for _, generation, _, _ in last}) == 1
-            and (datetime.now() - max(when for when, _, _, _ in last)).total_seconds() >= quiet_s)
-
-
-def _running(body: dict[str, Any] | None, count: int) -> Counter[str] | None:
-    """Tasks per worker id when the connector and exactly ``count`` tasks are RUNNING, else None."""
-    if not body or body["connector"]["state"] != "RUNNING" or len(body["tasks"]) != count:
-        return None
-    if any(t["state"] != "RUNNING" for t in body["tasks"]):
-        return None
-    return Counter(t["worker_id"] for t in body["tasks"])
-
-
-def _wait_running(worker: NamespacedWorker, name: str, count: int, timeout: float = 90) -> dict[str, Any]:
-    def running() -> dict[str, Any] | None:
-        body = status(worker, name)
-        return body if _running(body, count) else None
-
-    return wait_until(running, timeout, 0.3, what=f"{name}: {count} task(s) RUNNING on {worker.worker_id}")
-
-
-def _kafka_view(body: dict[str, Any]) -> tuple[Any, ...]:
-    """Kafka Connect's own keys of a status body (the ``metrics`` extension is only served by a task's worker)."""
-    return ((body["connector"]["state"], body["connector"]["worker_id"]),
-            tuple((t["id"], t["state"], t["worker_id"], t.get("trace")) for t in body["tasks"]))
-
-
-def test_shipped_configs_on_three_hosts_forward_writes_and_give_each_worker_its_own_id(network, broker, tmp_path):
-    workers = _start(network, tmp_path, broker)
+def test_shipped_configs_on_three_hosts_forward_writes_and_give_each_worker_its_own_id(multihost_network, multihost_broker, tmp_path):
+    workers = start_cluster(multihost_network, tmp_path, multihost_broker)
     try:
         ids = {w.worker_id for w in workers}
         assert len(ids) == 3
         for w in workers:  # each worker's id is its own listener's address, not the machine's shared name
             started = w.log_lines("Distributed herder started")
             assert started and f"(worker {w.worker_id}, REST {w.url})" in started[-1][1], started
-        leader = _leader(workers)
+        leader = leader_of(workers)
         follower = next(w for w in workers if w is not leader)
         source = tmp_path / "in.txt"
         source.write_text("".join(f"hello-{i}\n" for i in range(10)))
@@ -140,78 +61,35 @@ def test_shipped_configs_on_three_hosts_forward_writes_and_give_each_worker_its_
         assert r.status_code == 201, r.text
         # every worker lists it and reports the same three RUNNING tasks, one on each worker
         for w in workers:
-            body = wait_until(lambda w=w: (s := status(w, "hello")) and _running(s, 3) and s, 60, 0.3,
+            body = wait_until(lambda w=w: (s := status(w, "hello")) and running(s, 3) and s, 60, 0.3,
                               what=f"3 tasks RUNNING as {w.worker_id} sees them")
-            assert set(_running(body, 3) or ()) == ids, body
+            assert set(running(body, 3) or ()) == ids, body
         with follower.http() as http:  # a second write through the follower: the pause, answered 202
             assert http.put("/connectors/hello/pause").status_code == 202
         wait_until(lambda: (s := status(follower, "hello")) and s["connector"]["state"] == "PAUSED", 30, 0.3,
                    what="PAUSED")
     finally:
-        _stop(workers)
+        stop_cluster(workers)
 
-
-class _LineFeed:
-    """``line-<n>`` lines appended to a file at a steady rate, from a thread (the FileStreamSource's input)."""
-
-    def __init__(self, path: Path, rate: int) -> None:
-        self.path, self.rate = path, rate
-        self.written = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="line-feed", daemon=True)
-
-    def _run(self) -> None:
-        batch = max(1, self.rate // 10)
-        with open(self.path, "ab", buffering=0) as out:
-            while not self._stop.is_set():
-                out.write("".join(f"line-{self.written + i}\n" for i in range(batch)).encode())
-                self.written += batch
-                self._stop.wait(batch / self.rate)
-
-    def start(self) -> _LineFeed:
-        self._thread.start()
-        return self
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join(10)
-        return self.written
-
-
-def _runs(worker: NamespacedWorker, started: str, stopped: str) -> bool:
-    """The worker's log says it started something (a line with ``started``) and did not stop it since: a
-    connector's "Connector stopped" line, or a task named in a "Stopping N task(s): ..." line."""
-    starts = worker.log_lines(started)
-    if stopped.startswith("["):
-        stops = [when for when, _ in worker.log_lines(stopped)]
-    else:
-        stops = [when for when, line in worker.log_lines(" task(s): ")
-                 if stopped in line.split(" task(s): ", 1)[1].split(" (")[0].split(", ")]
-    return bool(starts) and (not stops or starts[-1][0] >= max(stops))
-
-
-def _seconds(since: float, at: datetime) -> float:
-    """Seconds from the monotonic ``since`` to the wall-clock log time ``at`` (this machine's one clock)."""
-    return at.timestamp() - (time.time() - (time.monotonic() - since))
 
 
 @pytest.mark.slow
-def test_a_worker_cut_off_for_60_s_stops_its_tasks_and_its_work_moves_then_it_rejoins(network, broker, tmp_path):
+def test_a_worker_cut_off_for_60_s_stops_its_tasks_and_its_work_moves_then_it_rejoins(multihost_network, multihost_broker, tmp_path):
     # The shipped scheduled.rebalance.max.delay.ms (5 min, Kafka Connect's default) outlasts the 60 s cut, so
     # the departed worker's work would wait for it and never move; 5 s lets it move during the cut.
     delay_s = 5.0
-    workers = _start(network, tmp_path, broker, **{"scheduled.rebalance.max.delay.ms": int(delay_s * 1000)})
-    feed: _LineFeed | None = None
+    workers = start_cluster(multihost_network, tmp_path, multihost_broker, **{"scheduled.rebalance.max.delay.ms": int(delay_s * 1000)})
+    feed: LineFeed | None = None
     try:
         topic = f"mh-lines-{uuid.uuid4().hex[:8]}"
-        backend = open_log_backend({"bootstrap.servers": broker.bootstrap_servers})
+        backend = open_log_backend({"bootstrap.servers": multihost_broker.bootstrap_servers})
         admin = backend.admin()
         admin.create_topic(NewTopic(topic, 6, 1))
         admin.close()
         backend.close()
         source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
         source_file.touch()
-        leader = _leader(workers)
+        leader = leader_of(workers)
         with leader.http() as http:
             r = http.post("/connectors", json={"name": "lines-in", "config": {
                 "connector.class": "FileStreamSource", "tasks.max": "1", "file": str(source_file),
@@ -221,16 +99,16 @@ def test_a_worker_cut_off_for_60_s_stops_its_tasks_and_its_work_moves_then_it_re
                 "connector.class": "FileStreamSink", "tasks.max": "6", "topics": topic, "file": str(sink_file)}})
             assert r.status_code == 201, r.text
         for name, count in (("lines-in", 1), ("lines-out", 6)):
-            wait_until(lambda n=name, c=count: _running(status(leader, n), c), 90, 0.3, what=f"{name} RUNNING")
-        feed = _LineFeed(source_file, rate=100).start()
+            wait_until(lambda n=name, c=count: running(status(leader, n), c), 90, 0.3, what=f"{name} RUNNING")
+        feed = LineFeed(source_file, rate=100).start()
         wait_until(lambda: sink_file.exists() and sink_file.stat().st_size > 2000, 90, 0.3,
                    what="lines through source, topic and sink")
 
         # a cut in the middle of a rebalance is another case (the unit tests have it): this one starts from a
         # group at rest, past the scheduled delays of its start-up
-        wait_until(lambda: _settled(workers, delay_s + HEARTBEAT_S), 90, 0.5, what="a group at rest")
+        wait_until(lambda: settled(workers, delay_s + HEARTBEAT_S), 90, 0.5, what="a group at rest")
         placed = {f"{n}-{t['id']}": t["worker_id"] for n, c in (("lines-in", 1), ("lines-out", 6))
-                  for t in _wait_running(leader, n, c)["tasks"]}
+                  for t in wait_running(leader, n, c)["tasks"]}
         load = Counter(placed.values())
         victim = max((w for w in workers if w is not leader), key=lambda w: load[w.worker_id])
         others = [w for w in workers if w is not victim]
@@ -244,7 +122,7 @@ def test_a_worker_cut_off_for_60_s_stops_its_tasks_and_its_work_moves_then_it_re
         while time.monotonic() - cut_at < 60:
             if moved_s is None:
                 bodies = [(status(w, n), c) for w in others for n, c in (("lines-in", 1), ("lines-out", 6))]
-                if all((s := _running(b, c)) and victim.worker_id not in s for b, c in bodies):
+                if all((s := running(b, c)) and victim.worker_id not in s for b, c in bodies):
                     moved_s = time.monotonic() - cut_at
             time.sleep(0.3)
         victim.host.heal()
@@ -253,7 +131,7 @@ def test_a_worker_cut_off_for_60_s_stops_its_tasks_and_its_work_moves_then_it_re
         lost = victim.log_lines("not a member of the group any more")
         assert moved_s is not None, "the cut worker's tasks did not move to the others during the 60 s cut"
         assert len(lost) == 1, f"expected one line saying the worker left the group, got {lost}"
-        lost_s = _seconds(cut_at, lost[0][0])
+        lost_s = seconds(cut_at, lost[0][0])
         print(f"cut -> all tasks RUNNING on the others: {moved_s:.1f} s (session.timeout.ms {SESSION_S:.0f} s + "
               f"scheduled.rebalance.max.delay.ms {delay_s:.0f} s); cut -> the cut worker stopped its work: "
               f"{lost_s:.1f} s")
@@ -269,15 +147,15 @@ def test_a_worker_cut_off_for_60_s_stops_its_tasks_and_its_work_moves_then_it_re
         for task_id in victim_tasks:
             ended = [*victim.log_lines(f"{{id={task_id}}} Task stopped"),
                      *victim.log_lines(f"Graceful stop of task {task_id} failed")]
-            assert any(lost_s <= _seconds(cut_at, when) <= heal_s for when, _ in ended), (task_id, ended)
+            assert any(lost_s <= seconds(cut_at, when) <= heal_s for when, _ in ended), (task_id, ended)
 
         # back on the network: it rejoins as a new member and is given work again (its own log says when; the
         # statuses below must then agree with it)
         def rejoined() -> datetime | None:
             return next((when for when, _, _, tasks in victim.rebalances()
-                         if tasks and _seconds(healed_at, when) > 0), None)
+                         if tasks and seconds(healed_at, when) > 0), None)
 
-        rejoined_s = _seconds(healed_at, wait_until(rejoined, 120, 0.3, what=f"work on {victim.worker_id}"))
+        rejoined_s = seconds(healed_at, wait_until(rejoined, 120, 0.3, what=f"work on {victim.worker_id}"))
         print(f"heal -> the cut worker rejoined and runs tasks again: {rejoined_s:.1f} s")
 
         # every worker tells the same, true story: each task RUNNING where it really runs
@@ -285,9 +163,9 @@ def test_a_worker_cut_off_for_60_s_stops_its_tasks_and_its_work_moves_then_it_re
             views = {}
             for name, count in (("lines-in", 1), ("lines-out", 6)):
                 bodies = [status(w, name) for w in workers]
-                if any(not _running(b, count) for b in bodies):
+                if any(not running(b, count) for b in bodies):
                     return None
-                if len({_kafka_view(b) for b in bodies if b}) != 1:
+                if len({kafka_view(b) for b in bodies if b}) != 1:
                     return None
                 views[name] = bodies[0]
             return views
@@ -296,11 +174,11 @@ def test_a_worker_cut_off_for_60_s_stops_its_tasks_and_its_work_moves_then_it_re
         by_id = {w.worker_id: w for w in workers}
         for body in views.values():
             name = body["name"]
-            assert _runs(by_id[body["connector"]["worker_id"]], f"[{name}] Starting connector",
+            assert runs(by_id[body["connector"]["worker_id"]], f"[{name}] Starting connector",
                          f"[{name}] Connector stopped"), (name, body["connector"])
             for task in body["tasks"]:
                 task_id = f"{name}-{task['id']}"
-                assert _runs(by_id[task["worker_id"]], f"Starting task {task_id}", task_id), (
+                assert runs(by_id[task["worker_id"]], f"Starting task {task_id}", task_id), (
                     f"the status says {task_id} runs on {task['worker_id']}, whose log says it does not")
 
         written = feed.stop()
@@ -318,24 +196,24 @@ def test_a_worker_cut_off_for_60_s_stops_its_tasks_and_its_work_moves_then_it_re
     finally:
         if feed is not None:
             feed.stop()
-        _stop(workers)
+        stop_cluster(workers)
 
 
 @pytest.mark.slow
-def test_the_leader_cut_off_gives_way_to_a_new_one_and_writes_through_the_others_succeed(network, broker, tmp_path):
+def test_the_leader_cut_off_gives_way_to_a_new_one_and_writes_through_the_others_succeed(multihost_network, multihost_broker, tmp_path):
     rebalance_timeout_s = 60.0  # rebalance.timeout.ms of the shipped worker config (Kafka Connect's default)
-    workers = _start(network, tmp_path, broker)
+    workers = start_cluster(multihost_network, tmp_path, multihost_broker)
     try:
-        wait_until(lambda: _settled(workers, HEARTBEAT_S), 90, 0.5, what="a group at rest")
-        old = _leader(workers)
+        wait_until(lambda: settled(workers, HEARTBEAT_S), 90, 0.5, what="a group at rest")
+        old = leader_of(workers)
         rest = [w for w in workers if w is not old]
         with old.http() as http:  # some work on the leader, which it must stop once it is out of the group
             r = http.post("/connectors", json={"name": "before", "config": {
                 "connector.class": "FileStreamSink", "tasks.max": "3", "topics": "mh-before",
                 "file": str(tmp_path / "before.txt")}})
             assert r.status_code == 201, r.text
-        _wait_running(old, "before", 3)
-        wait_until(lambda: _settled(workers, HEARTBEAT_S), 90, 0.5, what="a group at rest")
+        wait_running(old, "before", 3)
+        wait_until(lambda: settled(workers, HEARTBEAT_S), 90, 0.5, what="a group at rest")
 
         cut_at = time.monotonic()
         old.host.cut()
@@ -374,11 +252,11 @@ def test_the_leader_cut_off_gives_way_to_a_new_one_and_writes_through_the_others
             return r.status_code == 202
 
         wait_until(forwarded, 90, 0.5, what="a write through the old leader")
-        rejoined = next((when for when, _, led, _ in old.rebalances() if _seconds(healed_at, when) > 0), None)
+        rejoined = next((when for when, _, led, _ in old.rebalances() if seconds(healed_at, when) > 0), None)
         assert rejoined is not None and not old.is_leader()
-        print(f"heal -> the old leader rejoined as a follower: {_seconds(healed_at, rejoined):.1f} s")
+        print(f"heal -> the old leader rejoined as a follower: {seconds(healed_at, rejoined):.1f} s")
         wait_until(lambda: all((s := status(w, "after")) and s["connector"]["state"] == "PAUSED" for w in workers),
                    30, 0.3, what="PAUSED on every worker")
         assert len(old.log_lines("not a member of the group any more")) == 1
     finally:
-        _stop(workers)
+        stop_cluster(workers)
