@@ -72,7 +72,9 @@ def forward_to_leader(error: NotLeaderError, *, timeout: float = FORWARD_TIMEOUT
         upstream = _http().request(request.method, url, content=request.get_data(cache=True), headers=headers,
                                    timeout=timeout)
     except httpx.HTTPError as e:
-        log.warning("Could not forward %s %s to %s", request.method, printable(request.path), printable(url), exc_info=True)
+        # one line: an unreachable worker is an expected event in a cluster, not a defect to trace
+        log.warning("Could not forward %s %s to %s: %s", request.method, printable(request.path), printable(url),
+                    printable(str(e) or type(e).__name__))
         raise RestError(unreachable_status,
                         f"Could not forward the request to {target} at {error.leader_url}: {e}") from None
     response = Response(upstream.content, status=upstream.status_code)

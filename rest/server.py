@@ -17,6 +17,7 @@ import attrs
 import orjson
 
 from connect.api.http_listener import GuardedConnection, GuardedServer, ListenerLimits
+from connect.runtime.worker_identity import advertised_host
 from rest.access_log import WsgiApp
 from rest.auth import basic_auth_enabled
 from rest.context import ConfigSource, setting
@@ -381,9 +382,7 @@ class RestServer:
         protocol = self._advertised_listener or self.listeners[0].scheme
         candidates = [i for i, lst in enumerate(self.listeners) if lst.scheme == protocol] or [0]
         listener = self.listeners[candidates[0]]
-        host = self._advertised_host or listener.host
-        if not host or host in ("0.0.0.0", "::"):
-            host = socket.getfqdn() or socket.gethostname()
+        host = advertised_host(self._advertised_host, listener.host)
         if self._advertised_port is not None:
             port = self._advertised_port
         elif self._bound:

@@ -7,7 +7,6 @@ import abc
 import logging
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -18,6 +17,7 @@ from urllib.parse import urlsplit
 from connect.api.errors import ConfigException, ConnectException
 from connect.cli.exit import EXIT_RUNTIME, CliError, fail
 from connect.log.api import LogError
+from connect.runtime.worker_identity import advertised_host
 
 if TYPE_CHECKING:
     from connect.runtime.herder import Herder
@@ -51,20 +51,15 @@ def rest_worker_id(config: Any) -> str:
     """``host:port`` of the worker's REST API as other workers and users reach it (Kafka Connect's worker id).
 
     As Kafka Connect builds its advertised URL: ``rest.advertised.host.name`` and ``rest.advertised.port``
-    when set, else the host and port of the first listener of the advertised protocol. Only a listener on
-    every interface has no host of its own to give, and advertises this machine's name; a listener on one
-    address advertises that address, which is the only one it can be reached at.
+    when set, else the host (``advertised_host``) and port of the first listener of the advertised protocol;
+    ``RestServer.advertised_url`` applies the same rule to the bound listener.
     """
     listeners = [urlsplit(str(item).strip()) for item in config.get_list("listeners") if str(item).strip()]
     protocol = config.get("rest.advertised.listener")
     chosen = next((lst for lst in listeners if lst.scheme == protocol), listeners[0] if listeners else None)
-    host = config.get("rest.advertised.host.name")
-    if not host:
-        listener_host = chosen.hostname if chosen is not None else None
-        if listener_host and listener_host not in ("0.0.0.0", "::"):
-            host = f"[{listener_host}]" if ":" in listener_host else listener_host
-        else:
-            host = socket.getfqdn() or socket.gethostname()
+    host = advertised_host(config.get("rest.advertised.host.name"), chosen.hostname if chosen is not None else None)
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address
     port = config.get("rest.advertised.port")
     if port is None and chosen is not None:
         try:

@@ -1,7 +1,8 @@
-"""A standalone worker's lasting identity, kept beside its offsets file.
+"""How a worker names itself: the host it advertises to other workers, and a standalone worker's lasting
+identity, kept beside its offsets file.
 
 The REST worker id (``host:port``) changes with the listener and is shared by
-workers on different hosts with the same port; the identity here is a random
+workers on different hosts with the same port; the standalone identity is a random
 id made once and kept in ``<offsets file>.worker-id``, so a restarted worker
 is recognised as itself and any other worker as another.
 """
@@ -9,12 +10,24 @@ is recognised as itself and any other worker as another.
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from pathlib import Path
 
 from connect.api.errors import ConfigException
 
-__all__ = ["identity_file", "standalone_identity"]
+__all__ = ["advertised_host", "identity_file", "standalone_identity"]
+
+
+def advertised_host(configured: str | None, listener_host: str | None) -> str:
+    """The host other workers reach this one at, by Kafka Connect's rule: ``rest.advertised.host.name`` when
+    set, else the listener's own host; only a listener on every interface has no host of its own to give,
+    and advertises this machine's name."""
+    if configured:
+        return configured
+    if listener_host and listener_host not in ("0.0.0.0", "::"):
+        return listener_host
+    return socket.getfqdn() or socket.gethostname()
 
 
 def identity_file(offsets_file: str | Path) -> Path:
