@@ -57,7 +57,12 @@ _CLIENT_SETTINGS = {
     "sasl.username": "sasl_plain_username",
     "sasl.password": "sasl_plain_password",
     "request.timeout.ms": "request_timeout_ms",
+    "reconnect.backoff.ms": "reconnect_backoff_ms",
+    "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
 }
+# Kafka's client defaults where kafka-python's differ: its reconnect back-off grows to 30 s, so after an outage
+# of the broker a worker would rejoin up to 30 s after the others (which meanwhile took all the work).
+_CLIENT_DEFAULTS = {"reconnect_backoff_ms": 50, "reconnect_backoff_max_ms": 1000}
 _JAVA_STORES = ("ssl.keystore.", "ssl.truststore.")
 
 
@@ -66,7 +71,7 @@ def kafka_python_client_configs(configs: Mapping[str, Any]) -> dict[str, Any]:
     if configs.get("group.instance.id"):
         raise ConfigException("group.instance.id", str(configs["group.instance.id"]),
                               "Connect workers do not support static group membership")
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = dict(_CLIENT_DEFAULTS)
     for key, name in _CLIENT_SETTINGS.items():
         value = configs.get(key)
         if value is not None and str(value).strip():
@@ -219,8 +224,20 @@ class WorkerGroupMember:
         # rejoin as a new member: the old member id is gone from the group, and asking with it only costs
         # a round trip to learn that
         self._coordinator.reset_generation()
+        self._drop_connections()
         self._listener.on_membership_lost(connectors, tasks)
         return True
+
+    def _drop_connections(self) -> None:
+        """Close the member's broker connections. Requests in flight over a link that went down would wait for
+        request.timeout.ms, also once the link is back; kafka-python keeps the connection of a coordinator it
+        marks dead (Kafka's client drops it), so without this the member would find its coordinator again only
+        that long after the broker answers. New connections are made as the member needs them."""
+        for node_id in list(getattr(self._client, "_conns", {})):  # kafka-python 2.x (pinned)
+            try:
+                self._client.close(node_id)
+            except Exception as exc:  # a connection that cannot be closed is left to time out
+                log.debug("Could not close the connection to node %s: %s", node_id, exc)
 
     def _coordinator_reachable(self) -> bool:
         """A new TCP connection to the coordinator opens within ``heartbeat.interval.ms``. The connection the

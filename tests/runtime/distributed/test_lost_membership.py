@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from connect.runtime.distributed.coordinator import WorkerGroupMember
+from connect.runtime.distributed.coordinator import WorkerGroupMember, kafka_python_client_configs
 from connect.runtime.distributed.protocol import NO_ERROR, Assignment, encode_assignment
 from connect.runtime.herder import ConflictError, ConnectorTaskId, State
 from tests.runtime.fakes import FakeClock, MemoryBackend, RecordingSinkTask, append, sink_task
@@ -107,12 +107,17 @@ class _Cluster:
 class _Client:
     def __init__(self) -> None:
         self.cluster = _Cluster()
+        # kafka-python's connections by node id: the bootstrap broker's and the group coordinator's
+        self._conns: dict[str, object] = {"bootstrap-0": object(), "coordinator-1": object()}
+        self.closed_nodes: list[str] = []
 
     def wakeup(self) -> None:
         pass
 
-    def close(self) -> None:
-        pass
+    def close(self, node_id: str | None = None) -> None:
+        if node_id is not None:
+            self._conns.pop(node_id, None)
+            self.closed_nodes.append(node_id)
 
 
 class _Listener:
@@ -344,3 +349,32 @@ def test_a_cancelled_sink_task_leaves_out_its_final_commit():
     wt.stop()
     wt.execute()
     assert backend.log.groups == {}
+
+
+
+def test_the_group_member_reconnects_within_a_second_once_the_broker_is_back():
+    # kafka-python's own reconnect back-off grows to 30 s while the broker cannot be reached: a worker whose
+    # attempts failed through a 30 s outage then waited up to that long after the heal before it rejoined, and
+    # the first worker back took all the work alone, only to hand most of it on again. Kafka Connect's clients
+    # back off at most reconnect.backoff.max.ms (1 s); the member's client does the same.
+    configs = kafka_python_client_configs({})
+    assert configs["reconnect_backoff_ms"] == 50 and configs["reconnect_backoff_max_ms"] == 1000
+    # the worker settings of the same names (Kafka's and librdkafka's) apply to the member's client too
+    configs = kafka_python_client_configs({"reconnect.backoff.ms": "20", "reconnect.backoff.max.ms": "2500"})
+    assert configs["reconnect_backoff_ms"] == 20 and configs["reconnect_backoff_max_ms"] == 2500
+
+
+def test_a_member_that_gives_up_its_membership_drops_its_connections_to_the_broker():
+    # Requests sent over a link that went down stay in flight until request.timeout.ms (30 s), also after the
+    # link is back: kafka-python marks a dead coordinator unknown but keeps its connection (Kafka's client
+    # disconnects it). Dropped, the member looks for the coordinator on fresh connections as soon as the broker
+    # answers, instead of up to 30 s after the heal while another worker takes all the work alone.
+    listener = _Listener()
+    member = _member(listener)
+    coordinator = _coordinator(member)
+    coordinator.heartbeat.last_receive = coordinator.heartbeat.last_reset = time.time() - 12.5
+    member.poll(1000)
+    assert len(listener.lost) == 1
+    assert sorted(member._client.closed_nodes) == ["bootstrap-0", "coordinator-1"]
+    member.poll(1000)  # still cut off: nothing more to give up, and nothing more to drop
+    assert len(member._client.closed_nodes) == 2
