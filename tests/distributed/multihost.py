@@ -288,6 +288,17 @@ class NamespacedWorker:
             assert self.proc is not None
             self.proc.terminate(40)
 
+    def kill9(self) -> None:
+        """SIGKILL, as a crash or a pulled plug: nothing of the worker's own stop runs."""
+        if self.alive():
+            assert self.proc is not None
+            self.proc.kill9()
+
+    def restart(self) -> NamespacedWorker:
+        """Start it again (after ``stop`` or ``kill9``) from the same config; its log goes on in the same file."""
+        assert not self.alive(), f"{self.worker_id} is still running"
+        return self.start()
+
     def log(self) -> str:
         return self.proc.log() if self.proc is not None else ""
 
