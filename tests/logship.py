@@ -30,10 +30,12 @@ class SourceWorker:
         self.rest_port = free_port() if rest else None  # no REST API unless asked: it costs start-up time
         scheme = "http" if connector_class == "HttpSource" else "tcp"
         self.listeners = listeners or f"{scheme}://127.0.0.1:{self.port}"
-        self.cfg = worker_properties(tmp, self.rest_port, value_converter="org.apache.kafka.connect.json.JsonConverter",
-                                     value_converter_schemas_enable="false")
+        self.cfg = worker_properties(tmp, self.rest_port)
         self.connector = write_properties(tmp / "source.properties", {
             "name": "logs-in", "connector.class": connector_class, "topic": topic, "listeners": self.listeners,
+            # the events as plain JSON documents, as a log pipeline reads them (the shipped worker's JSON
+            # converter would wrap each in a schema envelope); per connector, as Kafka Connect users set it
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "false",
             **{k.replace("_", "."): v for k, v in props.items()},
         })
         self.proc: CliProcess | None = None

@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 
+from connect.runtime.properties import load_config_file
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -51,15 +53,33 @@ def write_properties(path: Path, props: dict[str, Any]) -> Path:
     return path
 
 
+STANDALONE_CONFIG = REPO / "configs" / "connect-standalone.properties"
+STRING = "org.apache.kafka.connect.storage.StringConverter"
+
+# Changes to the shipped standalone config that some tests need beyond ports and paths. A test passes one as
+# ``**NAME`` to ``worker_properties``/``RestWorker`` and its call says why; nothing applies them by default,
+# since a test-only setting can hide a defect of the default.
+# - for a test that writes raw bytes or lines to a topic itself, or reads what a source wrote there as raw
+#   text: the shipped JsonConverter with schemas would want (and write) JSON envelopes.
+STRING_CONVERTERS: dict[str, str] = {"key.converter": STRING, "value.converter": STRING}
+# - for a test that waits for a periodic offset commit (not one a clean stop makes): the shipped 10 s.
+FAST_OFFSET_FLUSH: dict[str, int] = {"offset.flush.interval.ms": 1000}
+
+
 def worker_properties(tmp: Path, rest_port: int | None = None, **extra: Any) -> Path:
-    props = {
+    """``configs/connect-standalone.properties`` as ``tmp/worker.properties``, with only its paths and listener
+    changed: the embedded log, the offsets file and ``connector.allowed.paths`` in ``tmp``, the REST listener on
+    ``rest_port`` (none without one, since the shipped port 8083 would collide between tests run at once).
+
+    ``extra``: further changes (``a_b_c`` spells ``a.b.c``), each of which the calling test says why.
+    """
+    props: dict[str, Any] = dict(load_config_file(STANDALONE_CONFIG))
+    props.update({
         "embedded.log.dir": tmp / "data",
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
         "offset.storage.file.filename": tmp / "connect.offsets",
-        "offset.flush.interval.ms": 1000,
+        "connector.allowed.paths": tmp,
         "listeners": f"http://127.0.0.1:{rest_port}" if rest_port else "",
-    }
+    })
     props.update({k.replace("_", "."): v for k, v in extra.items()})
     return write_properties(tmp / "worker.properties", props)
 

@@ -11,11 +11,30 @@ from typing import Any
 
 import httpx
 
+from connect.runtime.properties import load_config_file
 from services.kafka import KafkaService
-from tests.support import CliProcess, free_port, rest_ready, wait_until, write_properties
+from tests.support import REPO, CliProcess, free_port, rest_ready, wait_until, write_properties
 
+SHIPPED_CONFIG = REPO / "configs" / "connect-distributed.properties"
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 STRING = "org.apache.kafka.connect.storage.StringConverter"
+# Per connector, as Kafka Connect users do, for a test that feeds or reads raw lines (``line-<n>``) in a topic:
+# the shipped worker converters are JSON with schemas, which would want (and write) envelopes.
+RAW_LINES = {"key.converter": STRING, "value.converter": STRING}
+
+# The only worker settings the tests here change beyond addresses, paths and names. A failover test (kill -9,
+# a lost leader, a frozen zombie) would otherwise wait the shipped scheduled.rebalance.max.delay.ms (5 min)
+# before a departed worker's tasks move, and the 10 s worker / 45 s consumer session timeouts before the group
+# notices it; these keep each such test to seconds. A test asks for them with ``fast_failover=True``; the
+# shipped timings run unchanged in the multi-host suite (test_multihost_*.py).
+FAILOVER_TIMINGS = {
+    "session.timeout.ms": 6000,
+    "heartbeat.interval.ms": 1000,  # a third of the session timeout, as the shipped 3 s is of 10 s
+    "scheduled.rebalance.max.delay.ms": 3000,
+    # the sink tasks' consumer groups, so that a dead worker's partitions reach their new tasks in seconds
+    "consumer.session.timeout.ms": 6000,
+    "consumer.heartbeat.interval.ms": 1000,
+}
 
 _REBALANCE = re.compile(r"Rebalance done \(generation (\d+), leader \S+ at (\S+?)(, this worker is the leader)?\)")
 _STARTING_TASK = re.compile(r"\] Starting task (\S+)")
@@ -37,31 +56,30 @@ class ClusterNames:
 
 
 class DistributedWorker:
-    def __init__(self, root: Path, kafka: KafkaService, names: ClusterNames, index: int, **extra: Any) -> None:
+    """``connect-distributed`` from ``configs/connect-distributed.properties``, as a user would start it.
+
+    Only the bootstrap servers, the listener (a free loopback port), ``connector.allowed.paths`` (the test's
+    directory) and the cluster's names (its own group and internal topics) are changed; ``extra`` is what a
+    test changes beyond that, and the test says why. ``fast_failover`` applies ``FAILOVER_TIMINGS``.
+    """
+
+    def __init__(self, root: Path, kafka: KafkaService, names: ClusterNames, index: int, *,
+                 fast_failover: bool = False, **extra: Any) -> None:
         self.dir = root / f"worker-{index}"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
-        props: dict[str, Any] = {
+        props: dict[str, Any] = dict(load_config_file(SHIPPED_CONFIG))
+        props.update({
             "bootstrap.servers": kafka.bootstrap_servers,
+            "listeners": f"http://127.0.0.1:{self.port}",
+            "connector.allowed.paths": str(root),
             "group.id": names.group,
             "config.storage.topic": names.configs,
             "offset.storage.topic": names.offsets,
             "status.storage.topic": names.status,
-            "config.storage.replication.factor": 1,
-            "offset.storage.replication.factor": 1,
-            "status.storage.replication.factor": 1,
-            "offset.storage.partitions": 5,
-            "key.converter": STRING,
-            "value.converter": STRING,
-            "listeners": f"http://127.0.0.1:{self.port}",
-            "offset.flush.interval.ms": 1000,
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 1000,
-            "scheduled.rebalance.max.delay.ms": 3000,
-            "consumer.session.timeout.ms": 6000,
-            "consumer.heartbeat.interval.ms": 1000,
-            "connector.allowed.paths": str(root),
-        }
+        })
+        if fast_failover:
+            props.update(FAILOVER_TIMINGS)
         props.update(extra)
         self.config_path = write_properties(self.dir / "worker.properties", props)
         self.proc: CliProcess | None = None
@@ -147,9 +165,9 @@ def leader_of(workers: Iterable[DistributedWorker]) -> DistributedWorker:
     return wait_until(lambda: next((w for w in live if w.is_leader()), None), 60, what="a leader")
 
 
-def start_cluster(root: Path, kafka: KafkaService, names: ClusterNames, size: int, **extra: Any
-                  ) -> list[DistributedWorker]:
-    workers = [DistributedWorker(root, kafka, names, i, **extra) for i in range(size)]
+def start_cluster(root: Path, kafka: KafkaService, names: ClusterNames, size: int, *, fast_failover: bool = False,
+                  **extra: Any) -> list[DistributedWorker]:
+    workers = [DistributedWorker(root, kafka, names, i, fast_failover=fast_failover, **extra) for i in range(size)]
     for w in workers:
         w.start(wait=False)
     for w in workers:

@@ -1,9 +1,10 @@
 """Three real ``connect-distributed`` workers on the session's broker: spreading work, failover, a worker's
 return, leader loss, a burst of creates, and refusals of bad set-ups.
 
-Each test has a cluster of its own (group and internal topics). Workers use short session timeouts and a
-3 s ``scheduled.rebalance.max.delay.ms`` so that failover is measured in seconds, as a production cluster's
-would be in its own configured times.
+Each test has a cluster of its own (group and internal topics). Workers start from the shipped
+``configs/connect-distributed.properties``; the failover tests add ``FAILOVER_TIMINGS`` (short session timeouts
+and a 3 s ``scheduled.rebalance.max.delay.ms``, tests/distributed/cluster.py says why) so that failover is
+measured in seconds, as a production cluster's would be in its own configured times.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from connect.log import open_log_backend
 from connect.log.api import NewTopic
 from services.kafka import KafkaService
 from tests.distributed.cluster import (
+    FAILOVER_TIMINGS,
+    RAW_LINES,
     ClusterNames,
     DistributedWorker,
     leader_of,
@@ -34,7 +37,7 @@ from tests.support import line_count, wait_until
 
 pytestmark = pytest.mark.timeout(300)
 
-FLUSH_S = 1.0  # offset.flush.interval.ms of the test workers
+FLUSH_S = 10.0  # offset.flush.interval.ms of configs/connect-distributed.properties
 
 
 class Feed:
@@ -74,8 +77,10 @@ class Feed:
 
 
 def _sink(http: httpx.Client, name: str, topic: str, file: Path, tasks: int = 6) -> httpx.Response:
+    # the topics hold Feed's raw lines, not the shipped JSON converter's envelopes
     return http.put(f"/connectors/{name}/config", json={
-        "connector.class": "FileStreamSink", "tasks.max": str(tasks), "topics": topic, "file": str(file)})
+        "connector.class": "FileStreamSink", "tasks.max": str(tasks), "topics": topic, "file": str(file),
+        **RAW_LINES})
 
 
 def _stop_all(workers: list[DistributedWorker]) -> None:
@@ -125,7 +130,7 @@ def test_kill_9_moves_the_work_then_the_returning_worker_gets_its_share(tmp_path
     topic = unique_topic("failover")
     sink_file = tmp_path / "sink.txt"
     feed = Feed(kafka, topic, 6)
-    workers = start_cluster(tmp_path, kafka, names, 3)
+    workers = start_cluster(tmp_path, kafka, names, 3, fast_failover=True)
     try:
         leader = leader_of(workers)
         with leader.http() as http:
@@ -141,11 +146,12 @@ def test_kill_9_moves_the_work_then_the_returning_worker_gets_its_share(tmp_path
         wait_running(leader, "failover", 6, timeout=120, on={w.worker_id for w in survivors})
         recovery = time.monotonic() - killed_at
         print(f"\nkill -9 to all 6 tasks RUNNING on the 2 survivors: {recovery:.1f} s "
-              "(session.timeout.ms 6000 + scheduled.rebalance.max.delay.ms 3000)")
+              f"(session.timeout.ms {FAILOVER_TIMINGS['session.timeout.ms']} + scheduled.rebalance.max.delay.ms "
+              f"{FAILOVER_TIMINGS['scheduled.rebalance.max.delay.ms']})")
 
         # the worker comes back: it gets two tasks, and the survivors restart none of theirs
         started_before = {w.worker_id: Counter(w.started_tasks()) for w in survivors}
-        back = DistributedWorker(tmp_path, kafka, names, 9).start()
+        back = DistributedWorker(tmp_path, kafka, names, 9, fast_failover=True).start()
         workers.append(back)
         body = wait_running(leader, "failover", 6, timeout=120)
         wait_until(lambda: (s := running_tasks(status(leader, "failover"), 6)) and s.get(back.worker_id) == 2,
@@ -177,7 +183,7 @@ def test_kill_9_moves_the_work_then_the_returning_worker_gets_its_share(tmp_path
 def test_a_new_leader_takes_over_and_follower_writes_are_forwarded(tmp_path, kafka, names, unique_topic):
     topic = unique_topic("leader")
     Feed(kafka, topic, 3).backend.close()
-    workers = start_cluster(tmp_path, kafka, names, 3)
+    workers = start_cluster(tmp_path, kafka, names, 3, fast_failover=True)
     try:
         old = leader_of(workers)
         old.kill9()

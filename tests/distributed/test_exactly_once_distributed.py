@@ -2,6 +2,8 @@
 
 The topic is read back by kcat with ``isolation.level=read_committed``, an independent client: it sees a
 record only when the transaction that wrote it committed, which is what exactly-once promises consumers.
+Workers start from the shipped config; every test here moves a task off a killed, frozen or restarted worker,
+so it asks for ``FAILOVER_TIMINGS`` (tests/distributed/cluster.py says why).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 
 from services.kafka import KafkaService
 from tests.distributed.cluster import (
+    RAW_LINES,
     ClusterNames,
     DistributedWorker,
     leader_of,
@@ -54,9 +57,10 @@ def _kcat_count(kafka: KafkaService, topic: str) -> int:
 
 
 def _source(http: httpx.Client, name: str, topic: str, file: Path, **extra: str) -> httpx.Response:
+    # raw lines in the topic (not the shipped JSON converter's envelopes): kcat compares them with the file's
     return http.put(f"/connectors/{name}/config", json={
         "connector.class": "FileStreamSource", "tasks.max": "1", "topic": topic, "file": str(file),
-        "exactly.once.support": "required", "batch.size": "2000", **extra})
+        "exactly.once.support": "required", "batch.size": "2000", **RAW_LINES, **extra})
 
 
 def _owner(workers: list[DistributedWorker], name: str) -> DistributedWorker | None:
@@ -81,7 +85,7 @@ def test_every_line_once_for_read_committed_after_five_kill_9s_of_the_tasks_work
     source = tmp_path / "input.txt"
     expected = [f"line-{i:06d}" for i in range(TOTAL)]
     source.write_text("".join(f"{line}\n" for line in expected))
-    workers = start_cluster(tmp_path, kafka, names, 3, **{"exactly.once.source.support": "enabled"})
+    workers = start_cluster(tmp_path, kafka, names, 3, fast_failover=True, **{"exactly.once.source.support": "enabled"})
     rng = random.Random(618)
     try:
         with leader_of(workers).http() as http:
@@ -92,7 +96,7 @@ def test_every_line_once_for_read_committed_after_five_kill_9s_of_the_tasks_work
             time.sleep(rng.uniform(0.5, 2.0))  # mid-transaction or between two: a random moment
             index = workers.index(owner)
             owner.kill9()
-            workers[index] = DistributedWorker(tmp_path, kafka, names, 10 + kill,
+            workers[index] = DistributedWorker(tmp_path, kafka, names, 10 + kill, fast_failover=True,
                                                **{"exactly.once.source.support": "enabled"}).start()
         wait_until(lambda: _kcat_count(kafka, topic) >= TOTAL, 300, interval=2.0, what="every line committed")
         lines = _kcat_committed(kafka, topic)
@@ -107,7 +111,7 @@ def test_a_stopped_zombie_is_fenced_and_cannot_commit_when_it_resumes(tmp_path, 
     source = tmp_path / "input.txt"
     first = [f"line-{i:06d}" for i in range(50_000)]
     source.write_text("".join(f"{line}\n" for line in first))
-    workers = start_cluster(tmp_path, kafka, names, 3, **{"exactly.once.source.support": "enabled"})
+    workers = start_cluster(tmp_path, kafka, names, 3, fast_failover=True, **{"exactly.once.source.support": "enabled"})
     zombie: DistributedWorker | None = None
     try:
         with leader_of(workers).http() as http:
@@ -144,16 +148,17 @@ def test_preparing_to_enabled_rolling_upgrade_loses_nothing(tmp_path, kafka, nam
     source = tmp_path / "input.txt"
     expected = [f"line-{i:06d}" for i in range(100_000)]
     source.write_text("".join(f"{line}\n" for line in expected[:30_000]))
-    workers = start_cluster(tmp_path, kafka, names, 3, **{"exactly.once.source.support": "preparing"})
+    workers = start_cluster(tmp_path, kafka, names, 3, fast_failover=True, **{"exactly.once.source.support": "preparing"})
     try:
         with leader_of(workers).http() as http:
-            body = {"connector.class": "FileStreamSource", "tasks.max": "1", "topic": topic, "file": str(source)}
+            body = {"connector.class": "FileStreamSource", "tasks.max": "1", "topic": topic, "file": str(source),
+                    **RAW_LINES}
             assert http.put("/connectors/upgrade/config", json=body).status_code == 201
         wait_until(lambda: _kcat_count(kafka, topic) >= 30_000, 120, what="lines before the upgrade")
         written = 30_000
         for i, old in enumerate(list(workers)):
             old.stop()
-            workers[i] = DistributedWorker(tmp_path, kafka, names, 20 + i,
+            workers[i] = DistributedWorker(tmp_path, kafka, names, 20 + i, fast_failover=True,
                                            **{"exactly.once.source.support": "enabled"}).start()
             chunk = expected[written:written + 20_000]
             with open(source, "a") as fh:

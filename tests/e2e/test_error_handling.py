@@ -19,10 +19,12 @@ from connect.api.topic_partition import TopicPartition
 from connect.log import open_log_backend
 from connect.log.api import ConsumerRecord, NewTopic
 from tests.support import (
+    STRING_CONVERTERS,
     RestWorker,
     connect_standalone,
     line_count,
     wait_until,
+    worker_properties,
     write_properties,
 )
 
@@ -113,6 +115,9 @@ class Worker(RestWorker):
     def __init__(self, tmp: Path, *connectors: Path, **extra: object) -> None:
         # frequent commits: the tests wait for what the sinks committed
         extra.setdefault("offset_flush_interval_ms", 250)
+        # the tests seed raw keys and values into the log themselves (a connector that reads JSON says so)
+        for key, value in STRING_CONVERTERS.items():
+            extra.setdefault(key, value)
         super().__init__(tmp, *connectors, **extra)
         self.start()
 
@@ -153,17 +158,8 @@ def test_documentation_transform_config_runs_unchanged(tmp_path):
     applies only where a TopicNameMatches predicate matches (and a negated InsertField where it does not)."""
     (tmp_path / "test.txt").write_text("foo\nbar\n")
     (tmp_path / "other.txt").write_text("baz\n")
-    # the worker settings of Kafka's config/connect-standalone.properties, on the embedded log
-    worker = write_properties(tmp_path / "connect-standalone.properties", {
-        "embedded.log.dir": tmp_path / "data",
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "key.converter.schemas.enable": "true",
-        "value.converter.schemas.enable": "true",
-        "offset.storage.file.filename": tmp_path / "connect.offsets",
-        "offset.flush.interval.ms": 1000,
-        "listeners": "",
-    })
+    # the shipped worker config (the settings of Kafka's config/connect-standalone.properties, on the embedded log)
+    worker = worker_properties(tmp_path)
     docs_source = tmp_path / "connect-file-source.properties"
     docs_source.write_text(
         "name=local-file-source\n"

@@ -121,18 +121,19 @@ def test_validation_refuses_exactly_once_where_the_worker_or_the_connector_canno
     (tmp_path / "a").mkdir()
     disabled = RestWorker(tmp_path / "a").start()
     try:
-        assert _validate(disabled, file=str(tmp_path / "in.txt"), **{"exactly.once.support": "required"}) == {
+        # the file within the worker's directory, which its connector.allowed.paths admits
+        assert _validate(disabled, file=str(tmp_path / "a" / "in.txt"), **{"exactly.once.support": "required"}) == {
             "exactly.once.support": ["This worker does not have exactly-once source support enabled."]}
     finally:
         disabled.stop()
     (tmp_path / "b").mkdir()
     enabled = RestWorker(tmp_path / "b", exactly_once_source_support="enabled").start()
     try:
-        assert _validate(enabled, file=str(tmp_path / "in.txt"), **{"exactly.once.support": "required"}) == {}
+        assert _validate(enabled, file=str(tmp_path / "b" / "in.txt"), **{"exactly.once.support": "required"}) == {}
         # no file: the source reads stdin, which cannot be read again from an offset
         assert _validate(enabled, **{"exactly.once.support": "required"}) == {"exactly.once.support": [
             "The connector does not support exactly-once semantics with the provided configuration."]}
-        errors = _validate(enabled, file=str(tmp_path / "in.txt"), **{"transaction.boundary": "connector"})
+        errors = _validate(enabled, file=str(tmp_path / "b" / "in.txt"), **{"transaction.boundary": "connector"})
         assert errors["transaction.boundary"] == [
             "The connector does not support connector-defined transaction boundaries with the given configuration. "
             "Please reconfigure it to use a different transaction boundary definition."]

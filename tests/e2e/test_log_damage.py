@@ -11,6 +11,7 @@ from connect.api.topic_partition import TopicPartition
 from connect.log.api import NewTopic
 from connect.log.embedded.backend import EmbeddedBackend
 from tests.support import (
+    STRING_CONVERTERS,
     connect_standalone,
     free_port,
     line_count,
@@ -28,8 +29,10 @@ PER_BATCH = 100
 
 
 def _sink(tmp: Path, name: str = "sink") -> Path:
+    # the topic holds the raw lines _fill wrote, not the shipped JSON converter's envelopes
     return write_properties(tmp / f"{name}.properties", {
         "name": name, "connector.class": "FileStreamSink", "tasks.max": 1, "file": tmp / "out.txt", "topics": "in",
+        **STRING_CONVERTERS,
     })
 
 

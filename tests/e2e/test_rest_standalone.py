@@ -183,8 +183,9 @@ def test_restart_keeps_rest_created_connectors_state_and_offsets(tmp_path):
             "connector.class": "FileStreamSource", "file": str(src_file), "topic": "t2"}}).status_code == 201
         _wait_state(c, "paused-src", "PAUSED")
         size = src_file.stat().st_size
+        # the shipped offset.flush.interval.ms (10 s) commits them
         wait_until(lambda: _offsets(c, "src") == [{"position": size}] and _offsets(c, "snk") == [{"kafka_offset": 200}],
-                   30, what="the offsets of all 200 lines committed")
+                   45, what="the offsets of all 200 lines committed")
     w.stop()
     w.start()  # same worker config, same log directory
     try:

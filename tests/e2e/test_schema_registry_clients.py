@@ -160,7 +160,7 @@ def test_the_workers_own_registry_serves_confluents_client_and_survives_kill_9(t
 def test_bad_avro_records_follow_errors_tolerance_and_the_dlq(tmp_path: Path) -> None:
     from tests.e2e.test_error_handling import committed, error_headers, read_topic, seed
 
-    worker = RestWorker(tmp_path, offset_flush_interval_ms=250).start()
+    worker = RestWorker(tmp_path, offset_flush_interval_ms=250).start()  # the test waits for the sink's commit
     try:
         url = f"{worker.url}/schema-registry"
         schema = SchemaBuilder.struct().name("Event").field("id", ConnectSchema.INT32_SCHEMA) \

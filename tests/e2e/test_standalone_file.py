@@ -17,6 +17,7 @@ from connect.api.topic_partition import TopicPartition
 from connect.log import open_log_backend
 from connect.log.api import NewTopic
 from tests.support import (
+    FAST_OFFSET_FLUSH,
     connect_standalone,
     line_count,
     run_cli,
@@ -114,7 +115,9 @@ def test_kill_9_mid_stream_loses_nothing_and_bounds_duplicates(tmp_path):
                 written = min(written + 500, total)
                 time.sleep(0.02)
 
-    worker_cfg = worker_properties(tmp_path)
+    # the kill must come mid-stream, after a first commit: with the shipped 10 s interval that commit covers the
+    # whole file (written in about 3 s), and the kill would leave nothing uncommitted to bound
+    worker_cfg = worker_properties(tmp_path, **FAST_OFFSET_FLUSH)
     src, snk = _source(tmp_path), _sink(tmp_path)
     worker = connect_standalone(tmp_path, worker_cfg, src, snk)
     thread = threading.Thread(target=writer)
@@ -195,13 +198,16 @@ def test_kill_9_under_cpu_load_duplicates_no_more_than_one_flush_interval(tmp_pa
     tasks must cover what the sink had written one flush interval (and a commit's own time) earlier; after the
     kill, nothing is lost and only the uncommitted stretch comes again.
     """
-    interval, slack = 1.0, 0.5  # offset.flush.interval.ms of worker_properties; slack: a commit's own duration
+    # the check is of commits against the flush interval, so the run must span many intervals: the shipped 10 s
+    # would leave none in the few seconds before the kill
+    interval = FAST_OFFSET_FLUSH["offset.flush.interval.ms"] / 1000
+    slack = 0.5  # a commit's own duration
     line = 12  # bytes of "line-000000\n": the sink file's size counts its lines
     first, total, burst = 20_000, 60_000, 4_000
     source_file = tmp_path / "test.txt"
     source_file.write_text("".join(f"line-{i:06d}\n" for i in range(first)))
     sink_file = tmp_path / "test.sink.txt"
-    worker_cfg = worker_properties(tmp_path)
+    worker_cfg = worker_properties(tmp_path, **FAST_OFFSET_FLUSH)
     src, snk = _source(tmp_path), _sink(tmp_path)
     # (time, lines in the sink file, source-committed lines, sink-committed offset)
     samples: list[tuple[float, int, int, int]] = []

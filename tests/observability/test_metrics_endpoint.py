@@ -47,6 +47,7 @@ def plugin_dir(tmp: Path) -> Path:
 def test_metrics_follow_records_states_and_deletes(tmp_path: Path) -> None:
     source_file = tmp_path / "in.txt"
     source_file.write_text("".join(f"line-{i}\n" for i in range(100)))
+    # commits every 200 ms (the shipped 10 s would idle the test): it waits for the sink lag to reach 0 once committed
     worker = RestWorker(tmp_path, plugin_path=plugin_dir(tmp_path), offset_flush_interval_ms=200).start()
     http = worker.http()
     try:
