@@ -4,6 +4,8 @@ settled group, RUNNING tasks, log times), plus a steady line feed for FileStream
 
 from __future__ import annotations
 
+import json
+import subprocess
 import threading
 import time
 import uuid
@@ -120,3 +122,14 @@ def seconds(since: float, at: datetime) -> float:
     """Seconds from the monotonic ``since`` to the wall-clock log time ``at`` (this machine's one clock)."""
     return at.timestamp() - (time.time() - (time.monotonic() - since))
 
+
+def post_from_inside(worker: NamespacedWorker, name: str, config: dict[str, str], out: dict[str, Any]) -> None:
+    """POST a connector to ``worker`` from a process in its own namespace (its address answers there while its
+    link is down); ``out`` gets ``code`` (0 if there was no answer), ``body`` and ``ended_s``."""
+    sent = time.monotonic()
+    done = subprocess.run(worker.host.command([
+        "curl", "-s", "--max-time", "150", "-o", "-", "-w", "\n%{http_code}", "-X", "POST",
+        "-H", "Content-Type: application/json", "--data", json.dumps({"name": name, "config": config}),
+        f"{worker.url}/connectors"]), capture_output=True, text=True, timeout=170)
+    body, _, code = done.stdout.rpartition("\n")
+    out.update(code=int(code) if code.isdigit() else 0, body=body or done.stderr, ended_s=time.monotonic() - sent)

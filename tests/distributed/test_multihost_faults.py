@@ -10,6 +10,8 @@ test says why).
 
 from __future__ import annotations
 
+import subprocess
+import threading
 import time
 import uuid
 from collections import Counter
@@ -21,6 +23,7 @@ import pytest
 
 from connect.log import open_log_backend
 from connect.log.api import NewTopic
+from connect.runtime.properties import load_config_file
 from tests.distributed.faults import (
     FLUSH_S,
     HEARTBEAT_S,
@@ -28,6 +31,7 @@ from tests.distributed.faults import (
     LineFeed,
     kafka_view,
     leader_of,
+    post_from_inside,
     running,
     runs,
     seconds,
@@ -36,7 +40,7 @@ from tests.distributed.faults import (
     stop_cluster,
     wait_running,
 )
-from tests.distributed.multihost import status
+from tests.distributed.multihost import NamespacedKafka, status
 from tests.support import wait_until
 
 pytestmark = pytest.mark.timeout(600)
@@ -200,9 +204,14 @@ def test_a_worker_cut_off_for_60_s_stops_its_tasks_and_its_work_moves_then_it_re
 
 
 @pytest.mark.slow
-def test_the_leader_cut_off_gives_way_to_a_new_one_and_writes_through_the_others_succeed(multihost_network, multihost_broker, tmp_path):
+def test_the_leader_cut_off_gives_way_to_a_new_one_and_writes_through_the_others_succeed(multihost_network, multihost_broker, tmp_path, kcat):
     rebalance_timeout_s = 60.0  # rebalance.timeout.ms of the shipped worker config (Kafka Connect's default)
-    workers = start_cluster(multihost_network, tmp_path, multihost_broker)
+    # With exactly-once source support the leader writes the config topic through a transactional producer
+    # (KIP-618), so that a leader voted out cannot write it any more: that fencing is part of what a leader's
+    # cut must show. One test rather than two (a cluster costs a minute or two): everything else a leader's cut
+    # must do is the same with it on.
+    workers = start_cluster(multihost_network, tmp_path, multihost_broker, **{"exactly.once.source.support": "enabled"})
+    zombie_write: dict[str, Any] = {}
     try:
         wait_until(lambda: settled(workers, HEARTBEAT_S), 90, 0.5, what="a group at rest")
         old = leader_of(workers)
@@ -217,6 +226,13 @@ def test_the_leader_cut_off_gives_way_to_a_new_one_and_writes_through_the_others
 
         cut_at = time.monotonic()
         old.host.cut()
+        # A write to the cut leader, from inside its own host (its address answers there while its link is down),
+        # sent before it can know it lost the group: it still takes writes as the leader, and its transaction
+        # must not reach the config topic once the new leader has claimed it.
+        zombie = threading.Thread(target=post_from_inside, args=(old, "zombie", {
+            "connector.class": "FileStreamSink", "tasks.max": "1", "topics": "mh-zombie",
+            "file": str(tmp_path / "zombie.txt")}, zombie_write), daemon=True)
+        zombie.start()
 
         def written_through_the_others() -> bool:
             for w in rest:
@@ -239,9 +255,13 @@ def test_the_leader_cut_off_gives_way_to_a_new_one_and_writes_through_the_others
         # the cut leader stops its work too, once it knows it is out of the group
         wait_until(lambda: old.log_lines("not a member of the group any more"), 30, 0.3,
                    what="the cut leader giving up its membership")
+        # the new leader's transactional producer of the config topic is initialised: the old one's is fenced
+        claimed = wait_until(lambda: [when for when, _ in new.log_lines("transactionally as the leader")
+                                      if seconds(cut_at, when) > 0], 30, 0.3, what="the new leader's claim")
         old.host.heal()
         healed_at = time.monotonic()
-        print(f"\nleader {old.worker_id} cut off: {new.worker_id} leads and a write through the others succeeded "
+        print(f"\ncut -> {new.worker_id} claimed the config topic: {seconds(cut_at, claimed[0]):.1f} s")
+        print(f"leader {old.worker_id} cut off: {new.worker_id} leads and a write through the others succeeded "
               f"{write_s:.1f} s after the cut (rebalance.timeout.ms {rebalance_timeout_s:.0f} s)")
         assert write_s <= rebalance_timeout_s
 
@@ -258,5 +278,32 @@ def test_the_leader_cut_off_gives_way_to_a_new_one_and_writes_through_the_others
         wait_until(lambda: all((s := status(w, "after")) and s["connector"]["state"] == "PAUSED" for w in workers),
                    30, 0.3, what="PAUSED on every worker")
         assert len(old.log_lines("not a member of the group any more")) == 1
+
+        # the zombie write: refused, never in the config topic a read_committed reader sees, on no worker
+        zombie.join(180)
+        assert not zombie.is_alive(), "the write to the cut leader did not end"
+        print(f"the cut leader's own write ended {zombie_write['ended_s']:.1f} s after it was sent: "
+              f"{zombie_write['code']} {zombie_write['body'][:300]}")
+        assert zombie_write["code"] != 201, zombie_write
+        # a 500 from its config-topic write, not a 409: it did try to write as the leader (else nothing was tested)
+        assert zombie_write["code"] == 500 and "not stored" in zombie_write["body"], zombie_write
+        time.sleep(3.0)  # what the old leader's producer could still commit would arrive by now
+        config_topic = load_config_file(old.config_path)["config.storage.topic"]
+        keys = _committed_keys(multihost_broker, config_topic)
+        assert "connector-after" in keys, keys  # the reader reads the topic
+        assert "connector-zombie" not in keys, keys
+        for w in workers:
+            with w.http(10) as http:
+                listed = http.get("/connectors").json()
+            assert "after" in listed and "zombie" not in listed, (w.worker_id, listed)
     finally:
         stop_cluster(workers)
+
+
+def _committed_keys(broker: NamespacedKafka, topic: str) -> list[str]:
+    """The keys of ``topic`` as a read_committed consumer (kcat) sees them."""
+    done = subprocess.run(["kcat", "-C", "-b", broker.bootstrap_servers, "-t", topic, "-o", "beginning", "-e", "-q",
+                           "-X", "isolation.level=read_committed", "-f", "%k\n"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-500:]
+    return done.stdout.splitlines()

@@ -109,6 +109,8 @@ class MemoryConfigStore:
     def put_task_count_record(self, name: str, count: int) -> None:
         self._append(f"tasks-fencing-{name}", {"task-count": count})
 
+    write_privileges_lost = False  # no transactional write of this store fails
+
     def claim_write_privileges(self) -> None:
         self.records.append(("claim", None))
 

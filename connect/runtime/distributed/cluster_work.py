@@ -531,8 +531,9 @@ class ClusterWork:
             raise HerderError(f"the leader at {leader} answered {response.status_code}: {response.text[:200]}")
 
     def _maybe_claim_write_privileges(self) -> None:
-        """Each time this worker becomes the leader (KIP-618: fences the config writers of earlier leaders)."""
-        if self._write_privileges:
+        """Each time this worker becomes the leader (KIP-618: fences the config writers of earlier leaders), and
+        again after a failed transactional write gave the privileges up while it still leads."""
+        if self._write_privileges and not self.store.write_privileges_lost:
             return
         try:
             self.store.claim_write_privileges()

@@ -167,6 +167,12 @@ class KafkaConfigBackingStore:
             listener.on_logger_level(key[len("logger-cluster-"):], str(value.get("level", "")))
 
     # --- writing (the leader) ----------------------------------------------------------------------------------
+    @property
+    def write_privileges_lost(self) -> bool:
+        """A transactional write failed and gave up the leader's producer (KIP-618): writes fail until
+        ``claim_write_privileges`` runs again, which the leader does on its next tick while it still leads."""
+        return self._log.privileges_lost is not None
+
     def claim_write_privileges(self) -> None:
         """Called when this worker becomes the leader: with exactly-once on, fence earlier leaders' writers
         (``transactional.id=connect-cluster-<group.id>``, Kafka Connect's) and write transactionally."""

@@ -75,6 +75,8 @@ class KafkaBasedLog:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
+        self._privileged = False  # writes go only through a transactional producer (use_transactional_producer)
+        self._privileges_lost: str | None = None  # why the last one was given up
 
     def client_stats(self) -> tuple[ClientStats, ...]:
         """Traffic of the producer and the consumer that tail the topic (for /metrics)."""
@@ -126,10 +128,11 @@ class KafkaBasedLog:
     def _poll_once(self) -> None:
         consumer = self._consumer
         assert consumer is not None
-        if self._producer is not None:
+        producer = self._producer
+        if producer is not None:
             # writes here take no callbacks, but librdkafka queues a delivery report for each (and the client's
             # statistics) until someone polls: served here rather than left to pile up until a flush
-            self._producer.poll(0)
+            producer.poll(0)  # a producer the writer closed meanwhile has nothing left to serve
         # wait for the first record only: asked for many, the client would wait out the whole timeout
         # (a config write would then take that long to be read back); then take what has arrived
         batches = consumer.poll(0.2, 1)
@@ -189,12 +192,19 @@ class KafkaBasedLog:
 
     @property
     def transactional(self) -> bool:
-        return self._producer is not None and self._producer.transactional
+        """Writes go through a transactional producer: true from ``use_transactional_producer`` on, also after
+        a failed transaction gave the producer up (writes then fail until the next claim, never go untransacted)."""
+        return self._privileged
+
+    @property
+    def privileges_lost(self) -> str | None:
+        """Why the transactional producer was given up (its write failed), until it is claimed again; else None."""
+        return self._privileges_lost
 
     def use_transactional_producer(self, transactional_id: str, timeout: float) -> None:
         """Write from now on through a producer with ``transactional_id``: initialising it fences every other
         producer of that id, so a writer that lost the right to write (a leader voted out) can write no more."""
-        assert self._producer is not None, "start() first"
+        assert self._ends is not None, "start() first"
         producer = self.backend.producer({**self._producer_config, "transactional.id": transactional_id,
                                           "enable.idempotence": "true"})
         try:
@@ -203,20 +213,44 @@ class KafkaBasedLog:
             producer.close(5.0)
             raise
         old, self._producer = self._producer, producer
-        old.close(5.0)
+        self._privileged, self._privileges_lost = True, None
+        if old is not None:
+            old.close(5.0)
 
     def send_in_transaction(self, records: list[tuple[bytes, bytes | None, int | None]], timeout: float) -> None:
-        """Write ``records`` in one transaction of the transactional producer: all become visible, or none."""
+        """Write ``records`` in one transaction of the transactional producer: all become visible, or none.
+
+        A transaction that fails in any way (fenced, timed out, aborted) gives the producer up at once, as Kafka
+        Connect's config store does (KIP-618): a commit that timed out would otherwise go on in the client and
+        could still land after the caller was told the write failed, and the client would refuse every later
+        transaction while it waits. Writes then fail until ``use_transactional_producer`` runs again, which the
+        leader does only while it still leads.
+        """
         producer = self._producer
-        assert producer is not None and producer.transactional, "use_transactional_producer() first"
-        producer.begin_transaction()
+        if not self._privileged or producer is None or not producer.transactional:
+            raise LogError(f"No write privileges on topic '{self.topic}'" + (
+                f": the last transactional write failed ({self._privileges_lost}); they are claimed again while "
+                "this worker leads" if self._privileges_lost else ""))
         try:
+            producer.begin_transaction()
             for key, value, partition in records:
                 producer.send(self.topic, value, key, partition)
-        except BaseException:
-            producer.abort_transaction(timeout)
+            producer.commit_transaction(timeout)
+        except BaseException as exc:
+            self._give_up_producer(producer, exc)
             raise
-        producer.commit_transaction(timeout)
+
+    def _give_up_producer(self, producer: Producer, cause: BaseException) -> None:
+        self._producer = None  # the reader's poll and client_stats skip it from now on
+        self._privileges_lost = str(cause) or type(cause).__name__
+        log.warning("Topic '%s': a transactional write failed (%s); its producer is closed without waiting, so "
+                    "nothing of that transaction is sent later, and writes wait for write privileges to be "
+                    "claimed again", self.topic, self._privileges_lost)
+        try:
+            # no flush and no wait: what it still holds is dropped (a close with no time, as Kafka Connect's)
+            producer.close(0.0)
+        except Exception as exc:  # closing a broken client must not hide the write's own failure
+            log.warning("Topic '%s': closing the failed transactional producer: %s", self.topic, exc)
 
     def send(self, key: bytes, value: bytes | None, partition: int | None = None) -> None:
         assert self._producer is not None, "start() first"

@@ -151,6 +151,8 @@ class KafkaStatusBackingStore(StatusStore):
             with self._lock:
                 if status is None:
                     self._connectors.pop(connector, None)
+                elif self._stale(self._connectors.get(connector), status, name):
+                    return
                 else:
                     self._connectors[connector] = status
                 self._touch(connector)
@@ -160,6 +162,8 @@ class KafkaStatusBackingStore(StatusStore):
             with self._lock:
                 if status is None:
                     self._tasks.get(task.connector, {}).pop(task, None)
+                elif self._stale(self._tasks.get(task.connector, {}).get(task), status, name):
+                    return
                 else:
                     self._tasks.setdefault(task.connector, {})[task] = status
                 self._touch(task.connector)
@@ -170,6 +174,19 @@ class KafkaStatusBackingStore(StatusStore):
                     self._topics.get(connector, set()).discard(topic)
                 else:
                     self._topics.setdefault(connector, set()).add(topic)
+
+    def _stale(self, current: Status | None, status: Status, key: str) -> bool:
+        """A FAILED or UNASSIGNED report that the writes' safe rule would have refused, had its worker known the
+        current status: written by a worker cut off from the cluster (say, a task whose commit failed in the cut)
+        and delivered once its link was back, after the new owner's. Every worker reads the topic in the same
+        order, so all of them drop it."""
+        if status.state not in _SAFE_STATES or self._may_overwrite(current, status):
+            return False
+        assert current is not None
+        log.info("Status topic '%s': %s %s from %s (generation %d) is older than %s from %s (generation %d); "
+                 "ignored", self.topic, key, status.state.value, status.worker_id, status.generation,
+                 current.state.value, current.worker_id, current.generation)
+        return True
 
     def _parse(self, body: object) -> Status | None:
         if not isinstance(body, dict):
