@@ -11,7 +11,8 @@ Writing is the hot path: the envelope prefix is built once per schema (an LRU of
 ``schemas.cache.size``), a string payload is quoted by the C JSON encoder, and any other value with a
 schema is written by a writer compiled once for that schema (``json_writer``).
 Reading recognises the prefix of the last schema seen and then parses only the
-payload.
+payload; without schemas, a value (or a whole batch) is parsed by orjson straight into its Connect
+value, and only what orjson would read differently goes through the strict parser (``json_text``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,15 @@ from connect.api import (
 )
 from plugins.converters._base import BuiltinConverter, converter_config_def
 from plugins.converters.json_schemas import JsonSchemaConverter
-from plugins.converters.json_text import MISSING, loads, loads_payload, quote
+from plugins.converters.json_text import (
+    MISSING,
+    READ_FAILED,
+    loads,
+    loads_payload,
+    loads_schemaless,
+    loads_schemaless_batch,
+    quote,
+)
 from plugins.converters.json_values import JsonValueConverter
 from plugins.converters.json_writer import CompiledJsonWriters, Writer
 
@@ -101,6 +110,7 @@ _CONFIG_DEF = (
 )
 
 _UNSET: Any = object()
+_BYTES_OR_NONE = frozenset((bytes, type(None)))
 
 
 class JsonConverter(BuiltinConverter):
@@ -186,11 +196,18 @@ class JsonConverter(BuiltinConverter):
     def to_connect_data(
         self, topic: str, value: bytes | None, headers: ConnectHeaders | None = None
     ) -> SchemaAndValue:
+        try:
+            return self._to_connect(value)
+        except RecursionError as exc:  # JSON nested deeper than the Connect value can be built
+            # from None: the thousand frames of the RecursionError say nothing more than its message
+            raise DataException(READ_FAILED + "nesting too deep: " + str(exc)) from None
+
+    def _to_connect(self, value: bytes | None) -> SchemaAndValue:
         if value is None:
             return SchemaAndValue(None, None)
         raw = value if type(value) is bytes else bytes(value)
         if not self._schemas_enable:
-            return SchemaAndValue(None, self._values.convert_to_connect(None, loads(raw)))
+            return SchemaAndValue(None, loads_schemaless(raw))
         prefix = self._in_prefix
         if prefix is not None and raw.startswith(prefix) and raw.endswith(b"}"):
             # the same schema as last time: parse only the payload; if that is not one
@@ -209,6 +226,17 @@ class JsonConverter(BuiltinConverter):
         self._remember_prefix(raw, schema)
         return result
 
+    def to_connect_batch(self, topic: str, values: Sequence[bytes | None]) -> tuple[list[Schema | None], list[Any]]:
+        if self._schemas_enable:
+            return super().to_connect_batch(topic, values)
+        if set(map(type, values)) <= _BYTES_OR_NONE:  # the usual batch: no copy of each value needed
+            raws = list(values)
+        else:
+            raws = [v if v is None or type(v) is bytes else bytes(v) for v in values]
+        try:
+            return [None] * len(raws), loads_schemaless_batch(raws)
+        except RecursionError as exc:
+            raise DataException(READ_FAILED + "nesting too deep: " + str(exc)) from None
 
     # --- the envelope --------------------------------------------------------------------------
 

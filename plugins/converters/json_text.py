@@ -6,7 +6,9 @@ doubles and floats as Java prints them, with NaN and the infinities as the
 strings ``"NaN"``, ``"Infinity"``; bytes as base64. Parsing reads fractions as
 Decimal (so no digit is lost before a value's schema says what it is),
 rejects the bare NaN and Infinity tokens, and gives empty input as
-``MISSING`` (Jackson's MissingNode).
+``MISSING`` (Jackson's MissingNode). ``loads_schemaless`` reads JSON without a
+schema in one pass with orjson (fractions as floats), and leaves to ``loads``
+every input orjson would read differently or reject.
 """
 
 from __future__ import annotations
@@ -16,11 +18,25 @@ import decimal as _decimal
 import json
 import re
 from json.encoder import encode_basestring as _encode_basestring
-from typing import Any
+from typing import Any, cast
+
+import orjson
 
 from connect.api import DataException
 
-__all__ = ["MISSING", "base64_text", "is_int", "loads", "loads_payload", "node_type", "number_text", "quote"]
+__all__ = [
+    "MISSING",
+    "base64_text",
+    "is_int",
+    "loads",
+    "loads_payload",
+    "loads_schemaless",
+    "loads_schemaless_batch",
+    "node_type",
+    "number_text",
+    "quote",
+    "schemaless_value",
+]
 
 READ_FAILED = "Converting byte[] to Kafka Connect data failed due to serialization error: "
 
@@ -73,8 +89,17 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"Non-standard token '{name}': NaN and Infinity are not JSON numbers")
 
 
+def _fraction(text: str) -> _decimal.Decimal:
+    try:
+        return _decimal.Decimal(text)
+    except _decimal.InvalidOperation:
+        # an exponent beyond Decimal's range (1e99999999999999999999): the nearest double, as orjson
+        # reads it, so ±Infinity or ±0; an integer or decimal schema then refuses it
+        return _decimal.Decimal(float(text))
+
+
 # built once: json.loads with options would build a decoder per call
-_DECODER = json.JSONDecoder(parse_float=_decimal.Decimal, parse_constant=_reject_constant)
+_DECODER = json.JSONDecoder(parse_float=_fraction, parse_constant=_reject_constant)
 
 
 def loads(raw: bytes) -> Any:
@@ -85,6 +110,69 @@ def loads(raw: bytes) -> Any:
         return _DECODER.decode(text)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise DataException(READ_FAILED + str(exc)) from exc
+
+
+# What orjson reads otherwise than the strict parse: an integer beyond 64 bits (20 digits, or 19 after a
+# minus sign), which it gives as a float, and JSON nested deeper than the strict parse goes (at most one
+# level per bracket). Input holding such text, even inside a string, takes the strict parse. The check is
+# a few passes in C over the text with every digit made a "0" and every "{" a "[".
+_SHAPE = bytes.maketrans(b"123456789{", b"000000000[")
+_TWENTY_DIGITS = b"0" * 20
+_BELOW_INT64 = b"-" + b"0" * 19
+_MAX_OPENERS = 512
+
+
+def _orjson_reads_alike(raw: bytes) -> bool:
+    shape = raw.translate(_SHAPE)
+    return _TWENTY_DIGITS not in shape and _BELOW_INT64 not in shape and shape.count(b"[") <= _MAX_OPENERS
+
+
+def loads_schemaless(raw: bytes) -> Any:
+    """Like loads, but with fractions as floats, as a schemaless value holds them.
+
+    orjson gives the same values as the strict parse for all it accepts, but for the input kept from it
+    above; what it rejects, the strict parse reads or names the error of.
+    """
+    if _orjson_reads_alike(raw):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # NaN, a lone surrogate escape, empty input, invalid UTF-8...: the strict parse decides
+    return schemaless_value(loads(raw))
+
+
+def loads_schemaless_batch(raws: list[bytes | None]) -> list[Any]:
+    """loads_schemaless of each of ``raws`` (None for None): for a batch of plain JSON, one pass in C."""
+    if None not in raws:
+        present = cast(list[bytes], raws)
+        shape = b"\n".join(present).translate(_SHAPE)  # one check of the whole batch: a newline joins no digits
+        if (
+            _TWENTY_DIGITS not in shape
+            and _BELOW_INT64 not in shape
+            and (shape.count(b"[") <= _MAX_OPENERS or all(map(_few_openers, present)))
+        ):
+            try:
+                return list(map(orjson.loads, present))
+            except orjson.JSONDecodeError:
+                pass  # one of them is not plain JSON: each on its own below, and the strict parse names it
+    return [None if raw is None else loads_schemaless(raw) for raw in raws]
+
+
+def _few_openers(raw: bytes) -> bool:
+    return raw.count(b"[") + raw.count(b"{") <= _MAX_OPENERS
+
+
+def schemaless_value(node: Any) -> Any:
+    """A node of the strict parse as a schemaless Connect value: fractions as floats (Jackson's doubleValue())."""
+    if node is MISSING:
+        return None
+    if isinstance(node, _decimal.Decimal):
+        return float(node)
+    if isinstance(node, list):
+        return [schemaless_value(v) for v in node]
+    if isinstance(node, dict):
+        return {k: schemaless_value(v) for k, v in node.items()}
+    return node
 
 
 # what a JSON string needs no decoding for: no quote, backslash or (invalid) raw control byte

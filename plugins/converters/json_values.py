@@ -25,7 +25,15 @@ from typing import Any
 
 from connect.api import DataException, Date, Decimal, Schema, Struct, Time, Timestamp, Type
 from connect.api.java_numbers import decimal_to_string, double_to_string, float_to_string, to_float32
-from plugins.converters.json_text import MISSING, base64_text, is_int, node_type, number_text, quote
+from plugins.converters.json_text import (
+    MISSING,
+    base64_text,
+    is_int,
+    node_type,
+    number_text,
+    quote,
+    schemaless_value,
+)
 
 __all__ = ["JsonValueConverter"]
 
@@ -249,14 +257,9 @@ class JsonValueConverter:
                 return logical(schema, node)
         return self._readers[schema.type](schema, node)
 
-    def _read_schemaless(self, node: Any) -> Any:
-        if node is None or node is MISSING or isinstance(node, bool | int | str):
-            return None if node is MISSING else node
-        if isinstance(node, _decimal.Decimal):
-            return float(node)  # Jackson's doubleValue(): schemaless numbers with a fraction are FLOAT64
-        if isinstance(node, list):
-            return [self._read_schemaless(v) for v in node]
-        return {k: self._read_schemaless(v) for k, v in node.items()}
+    @staticmethod
+    def _read_schemaless(node: Any) -> Any:
+        return schemaless_value(node)  # Jackson's doubleValue(): schemaless numbers with a fraction are FLOAT64
 
     @staticmethod
     def _mismatch(schema: Schema, node: Any) -> DataException:
@@ -269,6 +272,8 @@ class JsonValueConverter:
 
     def _read_int(self, schema: Schema, node: Any) -> int:
         if isinstance(node, _decimal.Decimal) and node.is_finite() and node == node.to_integral_value():
+            if node.adjusted() >= 19:  # beyond every int type: say so before making an int of (maybe) 10^10^8
+                raise DataException(f"Value {node} out of range for schema type {schema.type.name}")
             node = int(node)
         if not is_int(node):
             raise self._mismatch(schema, node)
@@ -336,6 +341,8 @@ class JsonValueConverter:
         return struct
 
     def _read_decimal(self, schema: Schema, node: Any) -> _decimal.Decimal:
+        if isinstance(node, _decimal.Decimal) and not node.is_finite():  # an exponent beyond Decimal's range
+            raise DataException(f"Value {node} out of range for Decimal")
         if isinstance(node, int | _decimal.Decimal) and not isinstance(node, bool):
             return _decimal.Decimal(node)
         if isinstance(node, str):

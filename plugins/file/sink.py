@@ -87,13 +87,9 @@ class FileStreamSinkConnector(SinkConnector):
 
 
 def _line(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).decode("utf-8", "replace")
-    return java_to_string(value)
+    return java_to_string(value)  # a str as it is, a bool as true/false, a map in HashMap order
 
 
 class FileStreamSinkTask(SinkTask):

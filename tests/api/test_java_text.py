@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import decimal
+import random
+
 from connect.api.java_text import hash_map_order, java_hash_code, java_to_string
 
 
@@ -40,3 +43,83 @@ def test_timestamps_dates_and_times_print_as_java_util_date_in_utc() -> None:
     assert java_to_string(dt.date(2024, 3, 1)) == "Fri Mar 01 00:00:00 UTC 2024"
     assert java_to_string(dt.time(13, 45, 7)) == "Thu Jan 01 13:45:07 UTC 1970"
     assert java_to_string([dt.date(1970, 1, 1)]) == "[Thu Jan 01 00:00:00 UTC 1970]"
+
+
+# --- the cached map layout against a model of java.util.HashMap built one put at a time ----------------
+
+def _java_string_hash(text: str) -> int:
+    h = 0
+    data = text.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
+    return h
+
+
+def _hash_map_iteration(keys: list[str]) -> list[str]:
+    """The keys as a HashMap iterates them after ``put`` of each in turn: buckets split on every resize."""
+    capacity, table, size = 16, [[] for _ in range(16)], 0
+    for key in keys:
+        h = _java_string_hash(key)
+        spread = h ^ (h >> 16)
+        table[spread & (capacity - 1)].append((spread, key))
+        size += 1
+        if size > capacity * 3 // 4:  # resize: each bucket splits into a low and a high half, in order
+            capacity *= 2
+            grown: list[list[tuple[int, str]]] = [[] for _ in range(capacity)]
+            for bucket in table:
+                for entry in bucket:
+                    grown[entry[0] & (capacity - 1)].append(entry)
+            table = grown
+    return [key for bucket in table for _, key in bucket]
+
+
+def _random_key(rng: random.Random) -> str:
+    alphabet = "abcXYZ019_-" + "éßж日本" + "\U0001f680\U00010348"  # ASCII, BMP beyond Latin-1, astral
+    return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
+
+
+def test_cached_layout_prints_as_a_hash_map_built_put_by_put() -> None:
+    rng = random.Random(37)
+    # "Aa"/"BB" and "AaAa"/"BBBB"/"AaBB"/"BBAa" share Java hash codes: colliding keys keep insertion order
+    colliding = ["Aa", "BB", "AaAa", "BBBB", "AaBB", "BBAa"]
+    for round_ in range(600):
+        size = rng.choice([1, 2, 6, 7, 12, 13, 24, 25, 49, 64, 65, 100])  # around each resize threshold
+        keys = list(dict.fromkeys(_random_key(rng) for _ in range(size)))
+        if round_ % 3 == 0:
+            keys = list(dict.fromkeys(keys + rng.sample(colliding, 3)))
+        rng.shuffle(keys)
+        value = {k: rng.choice([1, "v", None, True, [k], {k: 2}]) for k in keys}
+        expected = "{" + ", ".join(f"{k}={java_to_string(value[k])}" for k in _hash_map_iteration(keys)) + "}"
+        assert hash_map_order(keys) == _hash_map_iteration(keys)
+        assert java_to_string(value) == expected  # first sight of this key set: the layout is worked out
+        assert java_to_string(dict(value)) == expected  # from the cache
+        nested = {"outer": value, "n": 1}
+        assert java_to_string(nested) == java_to_string(dict(nested))
+
+
+def test_equal_keys_of_other_types_are_never_taken_for_each_other() -> None:
+    # Python holds 1, 1.0 and True as one key; Java hashes Integer 1 and orders Boolean true by insertion
+    assert java_to_string({2: "a", 1: "b"}) == "{1=b, 2=a}"
+    assert java_to_string({2: "a", True: "b"}) == "{2=a, true=b}"
+    assert java_to_string({2: "a", 1: "b"}) == "{1=b, 2=a}"
+    assert java_to_string({"x": 1, 5: 2}) == "{5=2, x=1}"  # mixed keys: worked out each time, as before
+
+
+def test_the_layout_cache_is_bounded() -> None:
+    from connect.api import java_text
+
+    for i in range(java_text._LAYOUT_CACHE_SIZE * 2):
+        java_to_string({f"k{i}": 1, "other": 2})
+    java_to_string({str(i): i for i in range(java_text._LAYOUT_MAX_KEYS + 1)})  # too many keys to cache
+    java_to_string({"x" * (java_text._LAYOUT_MAX_KEY_CHARS + 1): 1})  # too long to cache
+    assert java_text._string_key_layout.cache_info().currsize <= java_text._LAYOUT_CACHE_SIZE
+
+
+def test_numbers_print_as_javas_double_and_big_decimal_to_string() -> None:
+    # Double.toString switches to E notation outside [1e-3, 1e7); BigDecimal keeps its scale
+    assert java_to_string({"amount": 12345678.9, "rate": 0.0001, "n": 12.5}) == "{amount=1.23456789E7, rate=1.0E-4, n=12.5}"
+    assert java_to_string([1e7, float("nan"), float("-inf"), -0.0]) == "[1.0E7, NaN, -Infinity, -0.0]"
+    assert java_to_string(1e21) == "1.0E21"
+    assert java_to_string({"price": decimal.Decimal("1.50"), "tiny": decimal.Decimal("1E-10")}) == (
+        "{price=1.50, tiny=1E-10}"
+    )
