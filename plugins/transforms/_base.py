@@ -11,14 +11,20 @@ import abc
 from collections.abc import Sequence
 from typing import Any, ClassVar, TypeVar
 
-from connect.api import ConfigDef, ConnectHeaders, ConnectRecord, Schema, Transformation
+from connect.api import ConfigDef, ConnectHeaders, ConnectRecord, Schema, SinkRecordBatch, Transformation
 from connect.api.version import distribution_version
 
-__all__ = ["BuiltinTransformation", "KeyOrValueTransformation", "key_value_variants"]
+__all__ = ["BuiltinTransformation", "KeyOrValueTransformation", "key_value_variants", "schemaless"]
 
 
 _R = TypeVar("_R", bound=ConnectRecord)
 _T = TypeVar("_T", bound=type)
+
+
+def schemaless(schemas: list[Schema | None]) -> bool:
+    """Whether no entry of a schemas column has a schema. The first entry is looked at alone first: counting
+    compares each Schema with None through Schema.__eq__, a Python call per record."""
+    return not schemas or (schemas[0] is None and schemas.count(None) == len(schemas))
 
 
 class BuiltinTransformation(Transformation[_R]):
@@ -56,6 +62,50 @@ class KeyOrValueTransformation(BuiltinTransformation[_R]):
     def _operating_value(self, record: _R) -> Any: ...
 
     _on_key: ClassVar[bool]  # set by the side: whether the key (else the value) is transformed
+
+    def _transform_column(
+        self, schemas: list[Schema | None], values: list[Any]
+    ) -> tuple[list[Schema | None] | None, list[Any]] | None:
+        """This side of many records at once: the new schemas (None when none changes) and the new values, one
+        per input and as ``apply`` makes them, raising what ``apply`` raises for the first record it rejects.
+
+        None when this configuration needs more of a record than this side (its topic or offset, say): the
+        records then go one by one through ``apply``. Must not change ``values`` or what they hold.
+        """
+        return None
+
+    def apply_batch(self, records: Sequence[_R]) -> Sequence[_R]:
+        # The side is changed as a column: a SinkRecordBatch stays one (no record is made), and records
+        # already made are copied once each with their new side. Exact type checks: a check against an ABC
+        # (Sequence, Mapping) costs a Python-level call, which adds up over small batches.
+        on_key = self._on_key
+        if type(records) is SinkRecordBatch:
+            schemas = records.key_schemas if on_key else records.value_schemas
+            changed = self._transform_column(schemas, records.keys if on_key else records.values)
+            if changed is None:
+                return super().apply_batch(records)  # type: ignore[arg-type]
+            new_schemas, new_values = changed
+            if on_key:
+                return records.with_columns(key_schemas=new_schemas, keys=new_values)  # type: ignore[return-value]
+            return records.with_columns(value_schemas=new_schemas, values=new_values)  # type: ignore[return-value]
+        if on_key:
+            schemas = [r.key_schema for r in records]
+            values = [r.key for r in records]
+        else:
+            schemas = [r.value_schema for r in records]
+            values = [r.value for r in records]
+        changed = self._transform_column(schemas, values)
+        if changed is None:
+            return super().apply_batch(records)
+        new_schemas, new_values = changed
+        if new_schemas is None:
+            new_schemas = schemas
+        # a side left as it was (a tombstone) keeps its record, as ``apply`` returns it
+        if on_key:
+            return [r if v is nv and s is ns else r.new_record(key_schema=ns, key=nv)  # type: ignore[misc]
+                    for r, s, v, ns, nv in zip(records, schemas, values, new_schemas, new_values, strict=True)]
+        return [r if v is nv and s is ns else r.new_record(value_schema=ns, value=nv)  # type: ignore[misc]
+                for r, s, v, ns, nv in zip(records, schemas, values, new_schemas, new_values, strict=True)]
 
     def _new_record(
         self, record: _R, schema: Schema | None, value: Any, headers: ConnectHeaders | None = None

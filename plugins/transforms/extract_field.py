@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect.api import ConfigDef, ConfigType, ConnectRecord, DataException, Importance
+from connect.api import ConfigDef, ConfigType, ConnectRecord, DataException, Importance, Schema
 from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
 from plugins.transforms._config import (
     FIELD_SYNTAX_VERSION_CONFIG,
@@ -53,13 +53,20 @@ class ExtractField(KeyOrValueTransformation[ConnectRecord]):
         self._replace_null_with_default = bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
 
     def apply(self, record: ConnectRecord) -> ConnectRecord:
-        schema = self._operating_schema(record)
+        schema, value = self._extracted(self._operating_schema(record), self._operating_value(record))
+        return self._new_record(record, schema, value)
+
+    def _extracted(self, schema: Schema | None, value: Any) -> tuple[Schema | None, Any]:
         if schema is None:
-            mapping = require_map_or_none(self._operating_value(record), _PURPOSE)
-            return self._new_record(record, None, self._path.value_from_map(mapping))
-        struct = require_struct_or_none(self._operating_value(record), _PURPOSE)
+            return None, self._path.value_from_map(require_map_or_none(value, _PURPOSE))
+        struct = require_struct_or_none(value, _PURPOSE)
         field = self._path.field_from(schema)
         if field is None:
             raise DataException(f"Unknown field: {self._original_path}")
-        extracted = self._path.value_from_struct(struct, self._replace_null_with_default)
-        return self._new_record(record, field.schema, extracted)
+        return field.schema, self._path.value_from_struct(struct, self._replace_null_with_default)
+
+    def _transform_column(
+        self, schemas: list[Schema | None], values: list[Any]
+    ) -> tuple[list[Schema | None] | None, list[Any]] | None:
+        extracted = list(map(self._extracted, schemas, values))
+        return [schema for schema, _ in extracted], [value for _, value in extracted]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connect.api import ConfigDef, ConfigType, ConnectRecord, Importance, SchemaBuilder, Struct
-from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from connect.api import ConfigDef, ConfigType, ConnectRecord, Importance, Schema, SchemaBuilder, Struct
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants, schemaless
 from plugins.transforms._config import parse_config
 from plugins.transforms._schemas import SchemaCache
 
@@ -42,11 +42,33 @@ class HoistField(KeyOrValueTransformation[ConnectRecord]):
         value = self._operating_value(record)
         if schema is None:
             return self._new_record(record, None, {self._field: value})
+        updated = self._hoisted(schema, value)
+        return self._new_record(record, updated.schema, updated)
+
+    def _hoisted(self, schema: Schema, value: Any) -> Struct:
         updated_schema = self._schemas.get(schema)
         if updated_schema is None:
             updated_schema = SchemaBuilder.struct().field(self._field, schema).build()
             self._schemas.put(schema, updated_schema)
-        return self._new_record(record, updated_schema, Struct(updated_schema).put(self._field, value))
+        return Struct(updated_schema).put(self._field, value)
+
+    def _transform_column(
+        self, schemas: list[Schema | None], values: list[Any]
+    ) -> tuple[list[Schema | None] | None, list[Any]] | None:
+        field = self._field
+        if schemaless(schemas):
+            return None, [{field: value} for value in values]
+        new_schemas: list[Schema | None] = []
+        hoisted: list[Any] = []
+        for schema, value in zip(schemas, values, strict=True):
+            if schema is None:
+                new_schemas.append(None)
+                hoisted.append({field: value})
+            else:
+                updated = self._hoisted(schema, value)
+                new_schemas.append(updated.schema)
+                hoisted.append(updated)
+        return new_schemas, hoisted
 
     def close(self) -> None:
         self._schemas.clear()

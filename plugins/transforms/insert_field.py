@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from connect.api import (
@@ -10,6 +10,7 @@ from connect.api import (
     ConfigException,
     ConfigType,
     ConnectRecord,
+    DataException,
     Field,
     Importance,
     Schema,
@@ -17,15 +18,15 @@ from connect.api import (
     Struct,
     Timestamp,
 )
-from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
-from plugins.transforms._columns import schemaless_column, with_column
+from connect.api.struct import validate_value
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants, schemaless
 from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     define_replace_null_with_default,
     parse_config,
 )
 from plugins.transforms._requirements import require_map, require_sink_record, require_struct
-from plugins.transforms._schemas import SchemaCache, copy_fields, copy_schema_basics
+from plugins.transforms._schemas import SchemaCache, StructCopy, copy_fields, copy_schema_basics
 
 __all__ = ["InsertField"]
 
@@ -83,6 +84,7 @@ class _Plan(NamedTuple):
     offset: Field | None
     timestamp: Field | None
     static: Field | None
+    copy: StructCopy  # the batch form of ``copies``
 
 
 @key_value_variants
@@ -135,16 +137,37 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
             return self._apply_schemaless(record, value)
         return self._apply_with_schema(record, value)
 
-    def apply_batch(self, records: Sequence[ConnectRecord]) -> Sequence[ConnectRecord]:
-        # a static field into schemaless maps of a SinkRecordBatch: one pass over the column, no records made
-        column = schemaless_column(records, self._on_key) if self._static_only else None
-        if column is None:
-            return super().apply_batch(records)
+    def _transform_column(
+        self, schemas: list[Schema | None], values: list[Any]
+    ) -> tuple[list[Schema | None] | None, list[Any]] | None:
+        if not self._static_only:  # the other fields come from the record: record by record
+            return None
         name = self._static.name  # type: ignore[union-attr]
         field = {name: self._static_value}
-        # ``v | field``: a copy with the field set (last), as ``apply`` makes it
-        updated = [v | field if type(v) is dict else self._static_into_other(v, name) for v in column]
-        return with_column(records, self._on_key, updated)  # type: ignore[arg-type]
+        if schemaless(schemas):
+            # all schemaless, the common case: ``v | field`` is a copy with the field set (last), as ``apply``
+            # makes it
+            return None, [v | field if type(v) is dict else self._static_into_other(v, name) for v in values]
+        new_schemas: list[Schema | None] = []
+        new_values: list[Any] = []
+        add_schema, add_value = new_schemas.append, new_values.append
+        insert = self._insert_by_position
+        for schema, value in zip(schemas, values, strict=True):
+            if value is None:
+                add_schema(schema)
+                add_value(None)
+            elif schema is None:
+                add_schema(None)
+                add_value(value | field if type(value) is dict else self._static_into_other(value, name))
+            elif type(value) is Struct:
+                updated = insert(value, None)
+                add_schema(updated.schema)
+                add_value(updated)
+            else:  # not a Struct: raises as ``apply`` does, or a Struct subclass, made as ``apply`` makes it
+                updated = self._with_fields(value, None)
+                add_schema(updated.schema)
+                add_value(updated)
+        return new_schemas, new_values
 
     def _static_into_other(self, value: Any, name: str) -> Any:
         """As ``apply`` for a value other than a plain dict: None stays, a dict subclass is copied, else raise."""
@@ -174,10 +197,55 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
         return self._new_record(record, None, updated)
 
     def _apply_with_schema(self, record: ConnectRecord, value: Any) -> ConnectRecord:
+        updated = self._insert_by_position(value, record) if type(value) is Struct else self._with_fields(value, record)
+        return self._new_record(record, updated.schema, updated)
+
+    def _insert_by_position(self, struct: Struct, record: ConnectRecord | None) -> Struct:
+        """``_with_fields(struct, record)``, with only the values that could fail a check checked (StructCopy)."""
+        plan = self._plans.get_or_make(struct.schema, self._plan)
+        values = plan.copy.values(struct)
+        if self._static_only:
+            values.append(self._static_value)
+        else:
+            try:
+                for field, inserted in self._inserted(plan, record):
+                    if inserted is not None:
+                        validate_value(field.schema, inserted, field.name)
+                    values.append(inserted)
+            except DataException:  # raised again by _with_fields, after the errors of the fields before it
+                return self._with_fields(struct, record)
+        made = plan.copy.make(values)
+        return made if made is not None else self._with_fields(struct, record)
+
+    def _inserted(self, plan: _Plan, record: ConnectRecord | None) -> list[tuple[Field, Any]]:
+        """The inserted fields of ``plan`` with their values for ``record``, in field order; None for a
+        field ``_with_fields`` leaves unset."""
+        assert record is not None
+        inserted: list[tuple[Field, Any]] = []
+        if plan.topic is not None:
+            inserted.append((plan.topic, record.topic))
+        if plan.partition is not None:
+            inserted.append((plan.partition, record.kafka_partition))
+        if plan.offset is not None:
+            inserted.append((plan.offset, require_sink_record(record, _PURPOSE).kafka_offset))
+        if plan.timestamp is not None:
+            stamp = record.timestamp
+            inserted.append((plan.timestamp, None if stamp is None else Timestamp.to_logical(Timestamp.SCHEMA, stamp)))
+        if plan.static is not None:
+            inserted.append((plan.static, self._static_value))
+        return inserted
+
+    def _with_fields(self, value: Any, record: ConnectRecord | None) -> Struct:
+        """The Struct ``apply`` makes of ``value``, every value put (checked); ``record`` may be None only
+        when just a static field is inserted."""
         struct = require_struct(value, _PURPOSE)
         plan = self._plans.get_or_make(struct.schema, self._plan)
         updated = Struct(plan.schema)
         copy_fields(struct, updated, plan.copies, self._replace_null_with_default)
+        if plan.static is not None and record is None:
+            updated.put(plan.static, self._static_value)
+            return updated
+        assert record is not None
         if plan.topic is not None:
             updated.put(plan.topic, record.topic)
         if plan.partition is not None and record.kafka_partition is not None:
@@ -188,7 +256,7 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
             updated.put(plan.timestamp, Timestamp.to_logical(Timestamp.SCHEMA, record.timestamp))
         if plan.static is not None:
             updated.put(plan.static, self._static_value)
-        return self._new_record(record, plan.schema, updated)
+        return updated
 
     def _plan(self, schema: Schema) -> _Plan:
         builder = copy_schema_basics(schema, SchemaBuilder.struct())
@@ -211,7 +279,9 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
         updated = builder.build()
         copies = tuple((field, updated.field(field.name)) for field in schema.fields())
         inserted = [updated.field(name) if name is not None else None for name in names]
-        return _Plan(updated, copies, *inserted)  # type: ignore[arg-type]
+        copy = StructCopy(schema, updated, copies, self._replace_null_with_default,  # type: ignore[arg-type]
+                          extra=sum(name is not None for name in names))
+        return _Plan(updated, copies, *inserted, copy)  # type: ignore[arg-type, call-arg]
 
     def close(self) -> None:
         self._plans.clear()

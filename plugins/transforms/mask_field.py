@@ -5,20 +5,22 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from connect.api import (
     ConfigDef,
     ConfigType,
     ConnectRecord,
     DataException,
+    Field,
     Importance,
     NonEmptyString,
     Schema,
     Struct,
     Type,
 )
-from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
+from connect.api.struct import validate_value
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants, schemaless
 from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     define_replace_null_with_default,
@@ -26,7 +28,7 @@ from plugins.transforms._config import (
     parse_config,
 )
 from plugins.transforms._requirements import require_map, require_struct, type_name
-from plugins.transforms._schemas import field_value
+from plugins.transforms._schemas import SchemaCache, StructCopy, field_value
 
 __all__ = ["MaskField"]
 
@@ -53,6 +55,21 @@ _INT_BOUNDS = {
     Type.INT32: (-(2**31), 2**31 - 1),
     Type.INT64: (-(2**63), 2**63 - 1),
 }
+
+
+# The empty value of each exact type whose empty value is immutable, so one object serves every record; the
+# mutable ones (list, map) and subclasses go through _empty_value.
+_EMPTY_BY_TYPE: dict[type, Any] = {
+    bool: False,
+    int: 0,
+    float: 0.0,
+    str: "",
+    decimal.Decimal: decimal.Decimal(0),
+    dt.datetime: _EPOCH,
+    dt.date: dt.date(1970, 1, 1),
+    dt.time: dt.time(0),
+}
+_NO_SHARED_EMPTY: Any = object()
 
 
 def _empty_value(value: Any) -> Any:
@@ -90,6 +107,8 @@ class _Replacement:
         self._by_kind: dict[Any, Any] = {}
 
     def for_value(self, value: Any, schema: Schema | None) -> Any:
+        if type(value) is str:
+            return self.text
         if isinstance(value, bool) or isinstance(value, dt.date | dt.time):
             raise DataException(f"Cannot mask value of type {type_name(value)} with custom replacement.")
         if isinstance(value, str):
@@ -119,6 +138,13 @@ class _Replacement:
             raise DataException(f"Unable to convert {self.text} (str) to number") from None
 
 
+class _Plan(NamedTuple):
+    """How the Structs of one schema are masked: their values copied by position, then these replaced."""
+
+    copy: StructCopy
+    masked: tuple[Field, ...]
+
+
 @key_value_variants
 class MaskField(KeyOrValueTransformation[ConnectRecord]):
     """Mask specified fields with a valid null value for the field type (0, false, empty string, ...).
@@ -130,12 +156,17 @@ class MaskField(KeyOrValueTransformation[ConnectRecord]):
 
     def __init__(self) -> None:
         self._fields: frozenset[str] = frozenset()
+        # the configured order, each once: absent fields are added to a map in this order
+        self._names: tuple[str, ...] = ()
         self._replacement: _Replacement | None = None
         self._replace_null_with_default = True
+        self._plans = SchemaCache()
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)
-        self._fields = frozenset(config.get_list(FIELDS))
+        self._names = tuple(dict.fromkeys(config.get_list(FIELDS)))
+        self._fields = frozenset(self._names)
+        self._plans.clear()
         replacement = config.get_string(REPLACEMENT)
         self._replacement = _Replacement(replacement) if replacement is not None else None
         self._replace_null_with_default = bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
@@ -145,18 +176,87 @@ class MaskField(KeyOrValueTransformation[ConnectRecord]):
             return None
         if self._replacement is not None:
             return self._replacement.for_value(value, schema)
-        return _empty_value(value)
+        empty = _EMPTY_BY_TYPE.get(type(value), _NO_SHARED_EMPTY)
+        return empty if empty is not _NO_SHARED_EMPTY else _empty_value(value)
 
     def apply(self, record: ConnectRecord) -> ConnectRecord:
         value = self._operating_value(record)
         if value is None:
             return record
         if self._operating_schema(record) is None:
-            original = require_map(value, _PURPOSE)
-            updated = dict(original)
-            for name in self._fields:
-                updated[name] = self._masked(original.get(name), None)
-            return self._new_record(record, None, updated)
+            return self._new_record(record, None, self._mask_map(value))
+        masked = self._mask_struct_by_position(value) if type(value) is Struct else self._mask_struct(value)
+        return self._new_record(record, masked.schema, masked)
+
+    def _mask_map(self, value: Any) -> dict[str, Any]:
+        original = require_map(value, _PURPOSE)
+        updated = dict(original)
+        masked = self._masked
+        for name in self._names:
+            updated[name] = masked(original.get(name), None)
+        return updated
+
+    def _transform_column(
+        self, schemas: list[Schema | None], values: list[Any]
+    ) -> tuple[list[Schema | None] | None, list[Any]] | None:
+        # a masked Struct keeps its schema, so the schemas column stays as it is
+        masked: list[Any] = []
+        add = masked.append
+        mask_map = self._mask_map
+        if schemaless(schemas):
+            if self._replacement is not None:
+                return None, [None if v is None else mask_map(v) for v in values]
+            # schemaless without a replacement, the common case, with the masking written out: a call per
+            # field would cost as much as the rest of the record
+            names = self._names
+            shared = _EMPTY_BY_TYPE.get
+            for value in values:
+                if type(value) is dict:
+                    updated = value.copy()
+                    for name in names:
+                        field = value.get(name)
+                        if field is not None:
+                            empty = shared(type(field), _NO_SHARED_EMPTY)
+                            updated[name] = empty if empty is not _NO_SHARED_EMPTY else _empty_value(field)
+                        else:
+                            updated[name] = None
+                    add(updated)
+                else:
+                    add(None if value is None else mask_map(value))
+            return None, masked
+        for schema, value in zip(schemas, values, strict=True):
+            if value is None:
+                add(None)
+            elif schema is None:
+                add(mask_map(value))
+            elif type(value) is Struct:
+                add(self._mask_struct_by_position(value))
+            else:
+                add(self._mask_struct(value))
+        return None, masked
+
+    def _mask_struct_by_position(self, struct: Struct) -> Struct:
+        """``_mask_struct(struct)``, with only the values that could fail a check checked."""
+        plan = self._plans.get_or_make(struct.schema, self._plan)
+        values = plan.copy.values(struct)
+        try:
+            for field in plan.masked:
+                changed = self._masked(values[field.index], field.schema)
+                if changed is not None:
+                    validate_value(field.schema, changed, field.name)
+                values[field.index] = changed
+        except DataException:  # raised again by _mask_struct, after the errors of the fields before it
+            return self._mask_struct(struct)
+        made = plan.copy.make(values)
+        return made if made is not None else self._mask_struct(struct)
+
+    def _plan(self, schema: Schema) -> _Plan:
+        fields = schema.fields()
+        return _Plan(StructCopy(schema, schema, [(f, f) for f in fields], self._replace_null_with_default),
+                     tuple(f for f in fields if f.name in self._fields))
+
+    def _mask_struct(self, value: Any) -> Struct:
+        """The masked copy of ``value``, each value put (checked) in field order, so the first bad one raises."""
         struct = require_struct(value, _PURPOSE)
         masked = Struct(struct.schema)
         replace = self._replace_null_with_default
@@ -165,4 +265,7 @@ class MaskField(KeyOrValueTransformation[ConnectRecord]):
             if field.name in self._fields:
                 original_value = self._masked(original_value, field.schema)
             masked.put(field, original_value)
-        return self._new_record(record, struct.schema, masked)
+        return masked
+
+    def close(self) -> None:
+        self._plans.clear()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from connect.api import (
@@ -17,8 +17,7 @@ from connect.api import (
     SchemaBuilder,
     Struct,
 )
-from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
-from plugins.transforms._columns import schemaless_column, with_column
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants, schemaless
 from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     define_replace_null_with_default,
@@ -26,7 +25,7 @@ from plugins.transforms._config import (
     parsed_by,
 )
 from plugins.transforms._requirements import require_map, require_struct
-from plugins.transforms._schemas import SchemaCache, copy_fields, copy_schema_basics
+from plugins.transforms._schemas import SchemaCache, StructCopy, copy_fields, copy_schema_basics
 
 __all__ = ["ReplaceField"]
 
@@ -91,6 +90,7 @@ def _translate_deprecated(configs: Mapping[str, Any]) -> dict[str, Any]:
 class _Plan(NamedTuple):
     schema: Schema
     copies: tuple[tuple[Field, Field], ...]
+    copy: StructCopy  # the batch form of ``copies``
 
 
 @key_value_variants
@@ -136,48 +136,86 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
                     updated.pop(name, None)
                 return self._new_record(record, None, updated)
             return self._new_record(record, None, self._replace_in_map(value))
+        replaced = self._replace_by_position(value) if type(value) is Struct else self._replace_in_struct(value)
+        return self._new_record(record, replaced.schema, replaced)
+
+    def _replace_by_position(self, struct: Struct) -> Struct:
+        """``_replace_in_struct(struct)``, with only the values that could fail a check checked (StructCopy)."""
+        plan = self._plans.get_or_make(struct.schema, self._plan)
+        made = plan.copy.make(plan.copy.values(struct))
+        return made if made is not None else self._replace_in_struct(struct)
+
+    def _replace_in_struct(self, value: Any) -> Struct:
+        """What ``apply`` makes of a Struct, every value put (checked) in field order."""
         struct = require_struct(value, _PURPOSE)
         plan = self._plans.get_or_make(struct.schema, self._plan)
         updated = Struct(plan.schema)
         copy_fields(struct, updated, plan.copies, self._replace_null_with_default)
-        return self._new_record(record, plan.schema, updated)
+        return updated
 
-    def apply_batch(self, records: Sequence[ConnectRecord]) -> Sequence[ConnectRecord]:
-        # schemaless maps of a SinkRecordBatch: one loop over the column, no records made
-        column = schemaless_column(records, self._on_key)
-        if column is None:
-            return super().apply_batch(records)
+    def _transform_column(
+        self, schemas: list[Schema | None], values: list[Any]
+    ) -> tuple[list[Schema | None] | None, list[Any]] | None:
         updated: list[Any] = []
         append = updated.append
-        if self._exclude_only:
-            exclude = tuple(self._exclude)
-            pop = dict.pop
-            for value in column:
-                if type(value) is not dict:
-                    if value is None:
-                        append(None)
-                        continue
-                    value = require_map(value, _PURPOSE)
-                copied = dict(value)
-                for name in exclude:
-                    pop(copied, name, None)
-                append(copied)
-        else:
-            replace = self._replace_in_map
-            for value in column:
-                append(None if value is None else replace(require_map(value, _PURPOSE)))
-        return with_column(records, self._on_key, updated)  # type: ignore[arg-type]
+        if schemaless(schemas):
+            if self._exclude_only:
+                exclude = tuple(self._exclude)
+                pop = dict.pop
+                for value in values:
+                    if type(value) is not dict:
+                        if value is None:
+                            append(None)
+                            continue
+                        value = require_map(value, _PURPOSE)
+                    copied = dict(value)
+                    for name in exclude:
+                        pop(copied, name, None)
+                    append(copied)
+            elif not self._include and not self._exclude:
+                # renames only, the common case: the comprehension written here, not called per record
+                rename = self._renames.get
+                other = self._replace_in_other
+                return None, [{rename(k, k): v for k, v in value.items()} if type(value) is dict else other(value)
+                              for value in values]
+            else:
+                other = self._replace_in_other
+                replace = self._replace_in_map
+                return None, [replace(value) if type(value) is dict else other(value) for value in values]
+            return None, updated
+        new_schemas: list[Schema | None] = []
+        add_schema = new_schemas.append
+        for schema, value in zip(schemas, values, strict=True):
+            if value is None:
+                add_schema(schema)
+                append(None)
+            elif schema is None:
+                add_schema(None)
+                append(self._replace_in_map(require_map(value, _PURPOSE)))
+            elif type(value) is Struct:
+                made = self._replace_by_position(value)
+                add_schema(made.schema)
+                append(made)
+            else:  # raises as ``apply`` does, or a Struct subclass made as ``apply`` makes it
+                made = self._replace_in_struct(value)
+                add_schema(made.schema)
+                append(made)
+        return new_schemas, updated
+
+    def _replace_in_other(self, value: Any) -> dict[str, Any] | None:
+        """As ``apply`` for a value other than a plain dict: None stays, a dict subclass is replaced, else raise."""
+        return None if value is None else self._replace_in_map(require_map(value, _PURPOSE))
 
     def _replace_in_map(self, value: dict[str, Any]) -> dict[str, Any]:
         exclude, include, renames = self._exclude, self._include, self._renames
-        # The common exclude-only case stays a single comprehension.
-        if not include and not renames:
-            return {k: v for k, v in value.items() if k not in exclude}
-        return {
-            renames.get(k, k): v
-            for k, v in value.items()
-            if k not in exclude and (not include or k in include)
-        }
+        # one comprehension per case, so that no key pays for a test its configuration does not need
+        if not include:
+            if not exclude:
+                return {renames.get(k, k): v for k, v in value.items()}
+            if not renames:
+                return {k: v for k, v in value.items() if k not in exclude}
+            return {renames.get(k, k): v for k, v in value.items() if k not in exclude}
+        return {renames.get(k, k): v for k, v in value.items() if k in include and k not in exclude}
 
     def _plan(self, schema: Schema) -> _Plan:
         builder = copy_schema_basics(schema, SchemaBuilder.struct())
@@ -186,7 +224,7 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
             builder.field(self._renames.get(field.name, field.name), field.schema)
         updated = builder.build()
         copies = tuple((field, updated.field(self._renames.get(field.name, field.name))) for field in kept)
-        return _Plan(updated, copies)  # type: ignore[arg-type]
+        return _Plan(updated, copies, StructCopy(schema, updated, copies, self._replace_null_with_default))  # type: ignore[arg-type]
 
     def close(self) -> None:
         self._plans.clear()

@@ -14,7 +14,7 @@ from connect.runtime.transformation_chain import TransformationChain, TransformS
 from connect.runtime.worker_task import TaskConverters
 from plugins.converters.json import JsonConverter
 from plugins.converters.string import StringConverter
-from plugins.transforms import InsertField, ReplaceField, TimestampRouter
+from plugins.transforms import InsertField, MaskField, ReplaceField, TimestampRouter
 from tests.runtime.fakes import FakeClock, MemoryBackend, sink_task
 
 T0 = 1_763_856_000_000  # 2025-11-23T00:00:00Z
@@ -91,3 +91,52 @@ def test_without_tolerance_the_task_fails_at_the_bad_record_and_puts_nothing_of_
         wt.iteration()
     assert "TRANSFORMATION" in str(info.value) and "InsertField.Value" in str(info.value)
     assert task.records == [] and wt.errors.metrics.records_failed == 1
+
+
+def _realistic_chain() -> TransformationChain:
+    """Issue #37's sink chain: a static field, a masked field (with a replacement, so a bool cannot be masked),
+    renames."""
+    insert, mask, rename = InsertField.Value(), MaskField.Value(), ReplaceField.Value()
+    insert.configure({"static.field": "source", "static.value": "headrace"})
+    mask.configure({"fields": "user", "replacement": "***"})
+    rename.configure({"renames": "id:payment_id,country:cc"})
+    return TransformationChain([TransformStage("insert", insert), TransformStage("mask", mask),
+                                TransformStage("rename", rename)])
+
+
+def _payment(i: int) -> dict[str, Any]:
+    return {"id": i, "user": f"u{i}", "amount": i / 4, "country": "DE", "ts": T0 + i, "ok": i % 2 == 0}
+
+
+def _masked(i: int) -> dict[str, Any]:
+    return {"payment_id": i, "user": "***", "amount": i / 4, "cc": "DE", "ts": T0 + i, "ok": i % 2 == 0,
+            "source": "headrace"}
+
+
+def test_the_realistic_chain_skips_only_the_record_it_cannot_mask_and_puts_the_rest_as_columns():
+    values: list[Any] = [_payment(0), _payment(1), {**_payment(2), "user": True}, None, _payment(4)]
+    wt, task = _started(values, **{"errors.tolerance": "all"})
+    wt.chain = _realistic_chain()
+    wt.iteration()
+    assert [(offset, value) for _, _, offset, value in task.records] == \
+        [(0, _masked(0)), (1, _masked(1)), (3, None), (4, _masked(4))]
+    metrics = wt.errors.metrics
+    assert metrics.records_failed == metrics.records_skipped == 1
+    assert wt.records_put == 4 and wt.records_dropped == 0
+
+
+def test_a_batch_without_a_bad_record_goes_through_the_realistic_chain_whole_as_columns():
+    wt, task = _started([_payment(i) for i in range(6)])
+    wt.chain = _realistic_chain()
+    wt.iteration()
+    assert task.batches == [True]  # put was handed a SinkRecordBatch: no record made on the way
+    assert [value for _, _, _, value in task.records] == [_masked(i) for i in range(6)]
+
+
+def test_without_tolerance_the_realistic_chain_fails_the_task_naming_the_record_and_the_mask():
+    wt, task = _started([_payment(0), {**_payment(1), "user": False}, _payment(2)])
+    wt.chain = _realistic_chain()
+    with pytest.raises(ConnectException, match="topic=lines partition=0 offset=1") as info:
+        wt.iteration()
+    assert "TRANSFORMATION" in str(info.value) and "MaskField.Value" in str(info.value)
+    assert task.records == []
