@@ -18,6 +18,8 @@ from tests.support import connect_standalone, free_port, wait_until, worker_prop
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
+SINGLES = 20_000  # events the RPC client sends one per call
+
 
 def _worker(tmp: Path, sources: dict[str, dict[str, str]]):
     cfg = worker_properties(tmp, value_converter="org.apache.kafka.connect.converters.ByteArrayConverter")
@@ -63,14 +65,16 @@ def test_flume_rpc_client_batches_of_100_and_of_1_and_deflate_arrive_once_with_h
     })
     try:
         batches = _send(cp, plain, 0, 100_000, 100)
-        singles = _send(cp, plain, 100_000, 200_000, 1, threads=16)
+        # One event per call is the costly path (a round trip each, 100,000 of them took most of this test); 16
+        # threads of 1,250 calls each still interleave with each other and with the batching client above.
+        singles = _send(cp, plain, 100_000, 100_000 + SINGLES, 1, threads=16)
         deflated = _send(cp, zipped, 0, 20_000, 100, "deflate")
         outputs = [_finish(p) for p in (batches, singles, deflated)]
     finally:
         assert worker.terminate() == 0, worker.log()
     for out in outputs:  # every call was acknowledged OK (the client throws on FAILED)
         assert "failed" not in out and "rate " in out
-    _check_once(tmp_path, "flume", range(200_000))
+    _check_once(tmp_path, "flume", range(100_000 + SINGLES))
     _check_once(tmp_path, "flume-z", range(20_000))
 
 

@@ -22,13 +22,14 @@ from connect.api.topic_partition import TopicPartition
 from connect.log import open_log_backend
 from connect.log.api import Consumer, RetriableLogError
 from services.kafka import KafkaService
-from tests.support import RestWorker, line_count, wait_until, write_properties
+from tests.support import STRING_CONVERTERS, RestWorker, line_count, wait_until, write_properties
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(300)]
 
 GRACEFUL_S = 5.0  # task.shutdown.graceful.timeout.ms's default, which the worker below keeps
 # room for a loaded machine (and, for a worker, its own shutdown past its tasks')
 MARGIN_S = 15.0
+SESSION_TIMEOUT_MS = 10_000
 
 
 @pytest.fixture(scope="module")
@@ -182,12 +183,16 @@ def test_a_sink_task_stops_within_the_graceful_timeout_while_the_broker_is_stopp
     topic = unique_topic()
     _produce(broker.bootstrap_servers, topic, 20)
     sink_file = tmp_path / "sink.txt"
+    # The first worker's member cannot leave the group (its LeaveGroup finds the broker stopped), so the second
+    # run's task gets the partition only once that member's session has expired: a 10 s session (the broker's
+    # minimum is 6 s) in place of the 45 s default, which the test would otherwise spend waiting for it.
     connector = write_properties(tmp_path / "sink.properties", {
         "name": "commit-bound-sink", "connector.class": "FileStreamSink", "tasks.max": 1,
-        "file": sink_file, "topics": topic})
+        "file": sink_file, "topics": topic, "consumer.override.session.timeout.ms": SESSION_TIMEOUT_MS})
     # no periodic commit: what the task put is committed only at its stop, which finds the broker stopped
+    # the records are raw lines this test produces, not JSON (STRING_CONVERTERS)
     worker = RestWorker(tmp_path, connector, bootstrap_servers=broker.bootstrap_servers,
-                        offset_flush_interval_ms=3_600_000).start()
+                        offset_flush_interval_ms=3_600_000, **STRING_CONVERTERS).start()
     assert worker.proc is not None
     proc = worker.proc.proc
     assert proc is not None
@@ -215,14 +220,16 @@ def test_a_sink_task_stops_within_the_graceful_timeout_while_the_broker_is_stopp
     # may land all the same once the broker runs again (its request was on the broker's socket already),
     # and then nothing comes again; either way no record is lost and the group gets to the end.
     worker2 = RestWorker(tmp_path, connector, bootstrap_servers=broker.bootstrap_servers,
-                         offset_flush_interval_ms=1000).start()
+                         offset_flush_interval_ms=1000, **STRING_CONVERTERS).start()
     tp = TopicPartition(topic, 0)
     backend = open_log_backend({"bootstrap.servers": broker.bootstrap_servers})
     group = backend.consumer("connect-commit-bound-sink")
     try:
-        # the first worker never left the group: its member stays until the session timeout (45 s)
+        # the first worker never left the group: its member stays until its session times out
+        assigned_at = time.monotonic()
         wait_until(lambda: worker2.proc is not None and worker2.proc.log().count("Partitions assigned") >= 2, 120,
                    what="the partition assigned to the task's next run")
+        print(f"partition assigned to the next run {time.monotonic() - assigned_at:.1f} s after its start")
         wait_until(lambda: group.committed([tp]) == {tp: 20}, 60, what="the group's offset at the end")
     finally:
         group.close()

@@ -14,7 +14,10 @@ from tests.spark.support import Worker, connector_file, hdfs_records, wait_until
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 
-TOTAL = 30_000
+# three batches before the stop (the last one planned and written, then its commit removed), as 30,000 records
+# at 10,000 a batch made, at less than half the writing
+TOTAL = 12_000
+BATCH = 4_000
 
 
 def _produce(bootstrap: str, topic: str, start: int, count: int) -> None:
@@ -36,7 +39,7 @@ def test_a_batch_planned_but_not_committed_is_written_once_before_the_query_rest
     sink = connector_file(tmp_path, "planned-hdfs", connector__class="HdfsSparkSink", topics=topic,
                           hdfs__url=hdfs.url, topics__dir=f"{root}/topics", logs__dir=f"{root}/logs",
                           format="parquet", value__schema="id BIGINT, name STRING",
-                          max__offsets__per__trigger=10_000, trigger__interval__ms=500,
+                          max__offsets__per__trigger=BATCH, trigger__interval__ms=500,
                           **{"spark.master": "local[1]", "spark.driver.memory": "768m",
                              "spark.sql.shuffle.partitions": "2"})
     worker = Worker(tmp_path, sink, bootstrap_servers=kafka.bootstrap_servers)
