@@ -1,20 +1,123 @@
-"""End-to-end records/s of FileStreamSource -> topic -> FileStreamSink through a real worker process.
+"""End-to-end lines/s of FileStreamSource -> embedded log -> FileStreamSink through a real worker process.
 
-Baseline, measured in the same run: a plain Python loop that copies the same
-lines from one file to another (no log, no connector logic).
+The headline runs the shipped configs verbatim (configs/connect-standalone.properties,
+connect-file-source.properties, connect-file-sink.properties) in a scratch directory as the
+worker's working directory, so their relative paths land there; only the REST port changes (a
+free one instead of 8083). Each tuned variant is printed beside it, labelled with exactly the
+settings it changes from the shipped files:
+
+- ``string``: key/value StringConverter instead of JsonConverter with schemas;
+- ``batches``: source ``batch.size=5000`` and sink ``consumer.override.max.poll.records=5000``
+  (Kafka Connect's 2000 and 500 shipped);
+- ``string-batches``: both of the above;
+- ``tuned``: all of the above plus ``listeners=`` (no REST) and ``offset.flush.interval.ms=500``:
+  the settings this benchmark's headline used before issue #37.
+
+Baseline, measured in the same run: a plain Python loop that copies the same lines from one file to
+another (no log, no connector logic).
 
     python bench/bench_file_pipeline.py --lines 1000000
+    python bench/bench_file_pipeline.py --lines 1000000 --variants shipped tuned --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+WORKER, SOURCE, SINK = "connect-standalone.properties", "connect-file-source.properties", "connect-file-sink.properties"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Settings changed from the shipped files, by file; a value None drops the key."""
+
+    label: str
+    changes: str = "shipped configs/ (only the REST port changed)"
+    worker: dict[str, str | None] = field(default_factory=dict)
+    source: dict[str, str | None] = field(default_factory=dict)
+    sink: dict[str, str | None] = field(default_factory=dict)
+
+
+_STRING = {"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+           "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+           "key.converter.schemas.enable": None, "value.converter.schemas.enable": None}
+_BATCH_SOURCE = {"batch.size": "5000"}
+_BATCH_SINK = {"consumer.override.max.poll.records": "5000"}
+
+VARIANTS = {
+    "shipped": Variant("shipped"),
+    "string": Variant("string", "key.converter, value.converter=StringConverter (schemas.enable lines dropped)",
+                      worker=dict(_STRING)),
+    "batches": Variant("batches", "source batch.size=5000, sink consumer.override.max.poll.records=5000",
+                       source=dict(_BATCH_SOURCE), sink=dict(_BATCH_SINK)),
+    "string-batches": Variant("string-batches", "string + batches", worker=dict(_STRING),
+                              source=dict(_BATCH_SOURCE), sink=dict(_BATCH_SINK)),
+    "tuned": Variant("tuned", "string + batches + listeners= (no REST), offset.flush.interval.ms=500",
+                     worker={**_STRING, "listeners": "", "offset.flush.interval.ms": "500"},
+                     source=dict(_BATCH_SOURCE), sink=dict(_BATCH_SINK)),
+}
+
+
+def with_changes(text: str, changes: dict[str, str | None]) -> str:
+    """The properties text with each key of ``changes`` set (in place, or appended) or dropped (None)."""
+    out, seen = [], set()
+    for line in text.splitlines():
+        stripped = line.strip()
+        key = stripped.split("=", 1)[0].strip() if stripped and not stripped.startswith(("#", "!")) else None
+        if key in changes:
+            seen.add(key)
+            if changes[key] is not None:
+                out.append(f"{key}={changes[key]}")
+            continue
+        out.append(line)
+    out += [f"{k}={v}" for k, v in changes.items() if k not in seen and v is not None]
+    return "\n".join(out) + "\n"
+
+
+# cProfile sees one thread; the tasks run in threads of their own, so each thread gets a profiler and
+# all of them are merged into one stats file when the worker exits (SIGTERM stops it cleanly).
+_PROFILED_LAUNCH = """
+import atexit, cProfile, pstats, sys, threading
+sys.path = [p for p in sys.path if p not in ("", ".")]  # -c put the working directory there
+out = sys.argv[1]
+profilers = [cProfile.Profile()]
+run = threading.Thread.run
+def profiled_run(self):
+    p = cProfile.Profile()
+    profilers.append(p)
+    p.enable()
+    try:
+        run(self)
+    finally:
+        p.disable()
+threading.Thread.run = profiled_run
+def dump():
+    stats = None
+    for p in profilers:
+        p.disable()
+        try:
+            stats = pstats.Stats(p) if stats is None else stats.add(p)
+        except TypeError:  # a thread that never ran Python code
+            pass
+    if stats is not None:
+        stats.dump_stats(out)
+atexit.register(dump)
+sys.argv = ["connect-standalone"] + sys.argv[2:]
+from connect.cli import standalone_main
+profilers[0].enable()
+sys.exit(standalone_main())
+"""
 
 
 def _count_lines(path: Path) -> int:
@@ -22,6 +125,40 @@ def _count_lines(path: Path) -> int:
         return 0
     with open(path, "rb") as fh:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its live descendants (the REST front, if any)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, pending = 0.0, [pid]
+    while pending:
+        p = pending.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{p}/task").iterdir():
+                pending += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def write_configs(work: Path, variant: Variant, extra: list[str]) -> None:
+    """The three shipped files, with ``variant``'s changes and ``extra`` worker settings, into ``work``."""
+    worker = dict(variant.worker)
+    worker.setdefault("listeners", f"http://127.0.0.1:{_free_port()}")
+    for setting in extra:
+        key, _, value = setting.partition("=")
+        worker[key.strip()] = value.strip()
+    (work / WORKER).write_text(with_changes((CONFIGS / WORKER).read_text(), worker))
+    (work / SOURCE).write_text(with_changes((CONFIGS / SOURCE).read_text(), variant.source))
+    (work / SINK).write_text(with_changes((CONFIGS / SINK).read_text(), variant.sink))
 
 
 def baseline(src: Path, dst: Path) -> float:
@@ -34,28 +171,33 @@ def baseline(src: Path, dst: Path) -> float:
     return time.perf_counter() - started
 
 
-def pipeline(work: Path, src: Path, lines: int, flush_ms: int, extra: list[str]) -> tuple[float, float]:
-    (work / "worker.properties").write_text(
-        "".join(line + "\n" for line in extra) +
-        f"embedded.log.dir={work / 'data'}\n"
-        "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
-        "value.converter=org.apache.kafka.connect.storage.StringConverter\n"
-        f"offset.storage.file.filename={work / 'connect.offsets'}\n"
-        f"offset.flush.interval.ms={flush_ms}\n"
-        "listeners=\n"
-    )
-    (work / "source.properties").write_text(
-        f"name=bench-source\nconnector.class=FileStreamSource\nfile={src}\ntopic=bench\nbatch.size=5000\n"
-    )
-    sink = work / "sink.txt"
-    (work / "sink.properties").write_text(
-        f"name=bench-sink\nconnector.class=FileStreamSink\nfile={sink}\ntopics=bench\nconsumer.override.max.poll.records=5000\n"
-    )
+@dataclass
+class Result:
+    total: float  # spawn to last sink line
+    steady: float  # first sink line to last
+    cpu: float  # worker (and REST front) CPU seconds, spawn to last line
+
+
+def pipeline(work: Path, src: Path, lines: int, variant: Variant, extra: list[str],
+             profile: Path | None = None) -> Result:
+    """One worker run in ``work`` (its working directory) on the shipped configs with ``variant``'s changes."""
+    for stale in ("headrace-data", "test.sink.txt", "worker.log"):
+        target = work / stale
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    if src.name != "test.txt":
+        raise ValueError("the shipped source config reads test.txt")
+    write_configs(work, variant, extra)
+    sink = work / "test.sink.txt"
     exe = Path(sys.executable).with_name("connect-standalone")
+    cmd = [str(exe), WORKER, SOURCE, SINK]
+    if profile is not None:
+        cmd = [sys.executable, "-c", _PROFILED_LAUNCH, str(profile), WORKER, SOURCE, SINK]
     started = time.perf_counter()
     with open(work / "worker.log", "wb") as log:
-        proc = subprocess.Popen([str(exe), str(work / "worker.properties"), str(work / "source.properties"),
-                                 str(work / "sink.properties")], stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT)
     try:
         first = None
         while True:
@@ -65,42 +207,65 @@ def pipeline(work: Path, src: Path, lines: int, flush_ms: int, extra: list[str])
             if n >= lines:
                 break
             if proc.poll() is not None:
-                raise SystemExit(f"worker exited early; see {work / 'worker.log'}")
+                raise SystemExit("worker exited early:\n" + (work / "worker.log").read_text()[-3000:])
             time.sleep(0.05)
         done = time.perf_counter()
+        cpu = _tree_cpu(proc.pid)
     finally:
-        proc.terminate()
-        proc.wait(30)
-    return done - started, done - (first or started)
+        proc.terminate()  # SIGTERM: a clean stop, so cProfile writes its file
+        proc.wait(60)
+    return Result(done - started, done - (first or started), cpu)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--width", type=int, default=100, help="bytes per line, newline included")
-    parser.add_argument("--flush-ms", type=int, default=500,
-                        help="offset.flush.interval.ms; FileStreamSink writes its buffer to the file at each flush")
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
+                        help="which runs, in this order each round (shipped is the headline)")
+    parser.add_argument("--rounds", type=int, default=1, help="alternating rounds; medians printed")
     parser.add_argument("--worker-setting", action="append", default=[], metavar="KEY=VALUE",
-                        help="one more worker setting, e.g. python.switch.interval.us=5000 (repeatable)")
+                        help="one more worker setting for every variant, e.g. python.switch.interval.us=5000")
+    parser.add_argument("--profile", metavar="DIR",
+                        help="run each variant once under cProfile, writing DIR/<variant>.prof (slower; no figures)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="headrace-bench-") as tmp:
         work = Path(tmp)
-        src = work / "source.txt"
+        src = work / "test.txt"
         pad = "x" * (args.width - 12)
         with open(src, "w") as fh:
             for i in range(args.lines):
                 fh.write(f"{i:010d}{pad}\n")
         mb = src.stat().st_size / 1e6
-        base = baseline(src, work / "copy.txt")
-        total, steady = pipeline(work, src, args.lines, args.flush_ms, args.worker_setting)
-        print(f"file -> file, {args.lines:,} lines of {args.width} bytes ({mb:.1f} MB)"
-              + (f", worker settings {' '.join(args.worker_setting)}" if args.worker_setting else ""))
-        print(f"{'case':<44}{'seconds':>10}{'lines/s':>14}{'MB/s':>10}")
-        print(f"{'baseline: plain Python line copy':<44}{base:>10.2f}{args.lines / base:>14,.0f}{mb / base:>10.1f}")
-        print(f"{'headrace: worker incl. start-up':<44}{total:>10.2f}{args.lines / total:>14,.0f}{mb / total:>10.1f}")
-        print(f"{'headrace: first sink line to last':<44}{steady:>10.2f}{args.lines / steady:>14,.0f}"
-              f"{mb / steady:>10.1f}")
-        print(f"headrace / baseline (first-to-last): {base / steady:.2f}")
+        if args.profile:
+            out = Path(args.profile)
+            out.mkdir(parents=True, exist_ok=True)
+            for name in args.variants:
+                r = pipeline(work, src, args.lines, VARIANTS[name], args.worker_setting, out / f"{name}.prof")
+                print(f"{name}: profiled, first-to-last {args.lines / r.steady:,.0f} lines/s -> {out / name}.prof")
+            return
+        bases: list[float] = []
+        runs: dict[str, list[Result]] = {name: [] for name in args.variants}
+        for _ in range(args.rounds):
+            bases.append(baseline(src, work / "copy.txt"))
+            for name in args.variants:
+                runs[name].append(pipeline(work, src, args.lines, VARIANTS[name], args.worker_setting))
+        base = statistics.median(bases)
+        print(f"file -> embedded log -> file, {args.lines:,} lines of {args.width} bytes ({mb:.1f} MB), "
+              f"{args.rounds} round(s), medians"
+              + (f"; every run also {' '.join(args.worker_setting)}" if args.worker_setting else ""))
+        print(f"{'case':<34}{'start-up incl.':>16}{'first-to-last':>16}{'MB/s':>8}{'CPU s':>8}  settings changed")
+        print(f"{'baseline: plain Python line copy':<34}{'':>16}{args.lines / base:>16,.0f}{mb / base:>8.1f}")
+        for name, results in runs.items():
+            total = statistics.median(r.total for r in results)
+            steady = statistics.median(r.steady for r in results)
+            cpu = statistics.median(r.cpu for r in results)
+            label = "headrace " + name + (" (headline)" if name == "shipped" else "")
+            print(f"{label:<34}{args.lines / total:>16,.0f}{args.lines / steady:>16,.0f}{mb / steady:>8.1f}"
+                  f"{cpu:>8.2f}  {VARIANTS[name].changes}")
+            if args.rounds > 1:
+                print(f"{'':<34}per round first-to-last: "
+                      + " ".join(f"{args.lines / r.steady:,.0f}" for r in results))
 
 
 if __name__ == "__main__":

@@ -191,6 +191,9 @@ def main() -> None:
                                        args.flush_ms) for t in order})
     print(f"file -> log -> file (JsonConverter schemaless on the sink), {args.records:,} records, "
           f"{args.rounds} round(s), python {sys.version.split()[0]}")
+    print(f"settings changed from configs/: StringConverter (JsonConverter schemaless as the sink's value "
+          f"converter), source batch.size=5000, sink consumer.override.max.poll.records=5000, "
+          f"offset.flush.interval.ms={args.flush_ms}")
     print(f"{'round':<7}{'case':<14}{'worker CPU us/rec':>18}{'wall us/rec':>13}{'process CPU s':>15}"
           f"{'incl. start-up s':>18}")
     for r, cases in enumerate(rounds):
