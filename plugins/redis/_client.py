@@ -12,10 +12,7 @@ import logging
 import time
 import urllib.parse
 from collections.abc import Mapping
-from typing import Any
-
-import redis
-from redis.exceptions import AuthenticationError, AuthorizationError, RedisError, ResponseError
+from typing import TYPE_CHECKING, Any
 
 from connect.api import (
     AbstractConfig,
@@ -28,6 +25,9 @@ from connect.api import (
     Range,
     RetriableException,
 )
+
+if TYPE_CHECKING:  # imported where it is used: redis costs every worker start a tenth of a CPU-second
+    import redis
 
 URI_CONFIG = "redis.uri"
 USERNAME_CONFIG = "redis.username"
@@ -105,6 +105,8 @@ def _secret(config: AbstractConfig, name: str) -> str | None:
 
 def connect(config: AbstractConfig, timeout: float | None = None, **extra: Any) -> redis.Redis:
     """A client for the configured server; connects lazily (the first command)."""
+    import redis
+
     uri = str(config.get_string(URI_CONFIG)).strip()
     if config.get_boolean(TLS_CONFIG) and uri.startswith("redis://"):
         uri = "rediss://" + uri[len("redis://"):]
@@ -141,6 +143,8 @@ def check_server(config: AbstractConfig, values: Mapping[str, ConfigValue]) -> r
 
     An unreachable server is reported on ``redis.uri``, refused credentials on ``redis.password``.
     """
+    from redis.exceptions import AuthenticationError, AuthorizationError, RedisError, ResponseError
+
     uri = masked_uri(str(config.get_string(URI_CONFIG)))
     client = connect(config, timeout=min(5.0, float(config.get_long(TIMEOUT_CONFIG) or 5)))
     try:

@@ -29,12 +29,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
-
-import redis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from typing import TYPE_CHECKING, Any
 
 from connect.api import (
     AbstractConfig,
@@ -57,6 +52,9 @@ from connect.api import (
 from connect.api.version import distribution_version
 from plugins.redis import _client
 from plugins.redis._client import check_server, describe_error, masked_uri
+
+if TYPE_CHECKING:  # imported where it is used: redis costs every worker start a tenth of a CPU-second
+    import redis
 
 __all__ = ["RedisSinkConnector", "RedisSinkTask"]
 
@@ -101,6 +99,8 @@ def _version() -> str:
 
 
 def _has_json_module(client: redis.Redis) -> bool:
+    from redis.exceptions import RedisError
+
     try:
         return bool(client.execute_command("COMMAND", "INFO", "JSON.SET")[0])
     except (RedisError, IndexError, TypeError):
@@ -447,6 +447,10 @@ class RedisSinkTask(SinkTask):
         return f"RedisSinkTask of connector {self._name}"
 
     def _execute(self, pipe: Any, count: int) -> list[Any]:
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import ResponseError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
         assert self._outage is not None
         try:
             results = pipe.execute(raise_on_error=False)
@@ -458,6 +462,9 @@ class RedisSinkTask(SinkTask):
         return list(results)
 
     def _execute_wait(self, client: redis.Redis, count: int) -> Any:
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
         assert self._outage is not None
         try:
             return client.execute_command("WAIT", self._wait_replicas, self._wait_timeout)

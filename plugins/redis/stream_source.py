@@ -40,12 +40,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from itertools import chain
-from typing import Any
-
-import redis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from typing import TYPE_CHECKING, Any
 
 from connect.api import (
     AbstractConfig,
@@ -69,6 +64,9 @@ from connect.api import (
 from connect.api.version import distribution_version
 from plugins.redis import _client
 from plugins.redis._client import check_server, describe_error, masked_uri
+
+if TYPE_CHECKING:  # imported where it is used: redis costs every worker start a tenth of a CPU-second
+    import redis
 
 __all__ = ["RedisStreamSourceConnector", "RedisStreamSourceTask"]
 
@@ -262,6 +260,8 @@ class RedisStreamSourceTask(SourceTask):
 
     # --- life cycle ----------------------------------------------------------------------------------
     def start(self, props: Mapping[str, str]) -> None:
+        from redis.exceptions import RedisError, ResponseError
+
         config = AbstractConfig(CONFIG_DEF, props)
         self._streams = [s for s in config.get_list(STREAM_NAME_CONFIG) if s]
         self._group = str(config.get_string(GROUP_CONFIG))
@@ -329,6 +329,9 @@ class RedisStreamSourceTask(SourceTask):
 
     def _ack(self) -> None:
         """XACK what the log has, on its own round trip (the read of new entries carries it otherwise)."""
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import RedisError
+
         taken, by_stream = self._take_acks()
         if not taken:
             return
@@ -374,6 +377,10 @@ class RedisStreamSourceTask(SourceTask):
 
     # --- reading ----------------------------------------------------------------------------------------
     def poll(self) -> SourceRecordBatch | None:
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import ResponseError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
         if self._stopping.is_set() or self._client is None:
             return None
         try:
