@@ -13,12 +13,18 @@ schema is written by a writer compiled once for that schema (``json_writer``).
 Reading recognises the prefix of the last schema seen and then parses only the
 payload; without schemas, a value (or a whole batch) is parsed by orjson straight into its Connect
 value, and only what orjson would read differently goes through the strict parser (``json_text``).
+A batch of envelopes is read the same way: the payloads of a run of records with the last prefix by
+orjson, an envelope of another text once per distinct schema text, and anything orjson would read
+otherwise (a fraction, say) or the schema refuses by the per-record path, so each record reads as alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from operator import methodcaller
+from typing import Any, cast
+
+import orjson
 
 from connect.api import (
     AbstractConfig,
@@ -26,14 +32,19 @@ from connect.api import (
     ConfigType,
     ConnectHeaders,
     DataException,
+    Date,
+    Decimal,
     Importance,
     Schema,
     SchemaAndValue,
+    Struct,
+    Time,
+    Timestamp,
     Type,
     Width,
 )
 from plugins.converters._base import BuiltinConverter, converter_config_def
-from plugins.converters.json_schemas import JsonSchemaConverter
+from plugins.converters.json_schemas import JsonSchemaConverter, SchemaTextCache
 from plugins.converters.json_text import (
     MISSING,
     READ_FAILED,
@@ -41,7 +52,9 @@ from plugins.converters.json_text import (
     loads_payload,
     loads_schemaless,
     loads_schemaless_batch,
+    loads_whole_batch,
     quote,
+    quote_lines,
 )
 from plugins.converters.json_values import JsonValueConverter
 from plugins.converters.json_writer import CompiledJsonWriters, Writer
@@ -111,6 +124,19 @@ _CONFIG_DEF = (
 
 _UNSET: Any = object()
 _BYTES_OR_NONE = frozenset((bytes, type(None)))
+_STR_ONLY = {str}
+_LOGICAL_NAMES = frozenset((Decimal.LOGICAL_NAME, Date.LOGICAL_NAME, Time.LOGICAL_NAME, Timestamp.LOGICAL_NAME))
+_INT_BITS = {Type.INT8: 8, Type.INT16: 16, Type.INT32: 32, Type.INT64: 64}
+# the field types a flat struct reader takes as they are, by the exact type of orjson's node
+_FLAT_KINDS: dict[Type, type] = {
+    Type.STRING: str,
+    Type.BOOLEAN: bool,
+    Type.INT8: int,
+    Type.INT16: int,
+    Type.INT32: int,
+    Type.INT64: int,
+}
+_ENDS_ENVELOPE = methodcaller("endswith", b"}")
 
 
 class JsonConverter(BuiltinConverter):
@@ -128,6 +154,8 @@ class JsonConverter(BuiltinConverter):
         self._out_prefix = ""
         self._in_prefix: bytes | None = None
         self._in_schema: Schema | None = None
+        self._in_schemas = SchemaTextCache(1000)
+        self._struct_readers: dict[Schema, tuple[Schema, Callable[[Schema, Any], Any]]] = {}
 
     # --- plugin --------------------------------------------------------------------------------
 
@@ -145,6 +173,8 @@ class JsonConverter(BuiltinConverter):
         self._last_writer_schema, self._last_writer = _UNSET, None
         self._out_schema, self._out_prefix = _UNSET, ""
         self._in_prefix, self._in_schema = None, None
+        self._in_schemas = SchemaTextCache(cache_size)
+        self._struct_readers = {}
 
     # --- Converter / HeaderConverter -------------------------------------------------------------
 
@@ -174,6 +204,15 @@ class JsonConverter(BuiltinConverter):
     def from_connect_batch(self, topic: str, schema: Schema | None, values: Sequence[Any]) -> list[bytes | None]:
         if schema is None:
             return super().from_connect_batch(topic, schema, values)
+        if schema.type is Type.STRING and values and set(map(type, values)) == _STR_ONLY:
+            # the usual batch of a text source: every line quoted in one pass
+            if self._schemas_enable and schema is not self._out_schema:
+                self._out_prefix = self._envelope_prefix(schema)
+                self._out_schema = schema
+            quoted = quote_lines(cast(list[str], list(values)), self._out_prefix if self._schemas_enable else "",
+                                 "}" if self._schemas_enable else "")
+            if quoted is not None:
+                return cast(list[bytes | None], quoted)
         write = self._writer(schema)
         try:
             if self._schemas_enable:
@@ -227,16 +266,148 @@ class JsonConverter(BuiltinConverter):
         return result
 
     def to_connect_batch(self, topic: str, values: Sequence[bytes | None]) -> tuple[list[Schema | None], list[Any]]:
-        if self._schemas_enable:
-            return super().to_connect_batch(topic, values)
         if set(map(type, values)) <= _BYTES_OR_NONE:  # the usual batch: no copy of each value needed
             raws = list(values)
         else:
             raws = [v if v is None or type(v) is bytes else bytes(v) for v in values]
         try:
+            if self._schemas_enable:
+                return self._read_envelopes(raws)
             return [None] * len(raws), loads_schemaless_batch(raws)
         except RecursionError as exc:
             raise DataException(READ_FAILED + "nesting too deep: " + str(exc)) from None
+
+    # --- reading a batch of envelopes ------------------------------------------------------------
+    #
+    # Each record gives what to_connect_data gives it, error included: whatever the bulk steps cannot
+    # read exactly as the per-record path does (a fraction, a malformed envelope, a payload its schema
+    # refuses) is read by that path, record by record, in order.
+
+    def _read_envelopes(self, raws: list[bytes | None]) -> tuple[list[Schema | None], list[Any]]:
+        count = len(raws)
+        nulls = raws.count(None)
+        if nulls == count:  # the usual key column: no key at all
+            return [None] * count, [None] * count
+        schemas: list[Schema | None] = [None] * count
+        out: list[Any] = [None] * count
+        start = 0
+        while start < count:
+            prefix = self._in_prefix
+            if prefix is not None:
+                carries = methodcaller("startswith", prefix)
+                if nulls == 0 and start == 0 and all(map(carries, raws)):
+                    end = count  # the usual value column: one schema, written as we write it
+                else:
+                    end = start
+                    while end < count and (raws[end] is None or carries(raws[end])):
+                        end += 1
+                if end > start:
+                    self._read_run(raws, start, end, schemas, out)
+                    start = end
+                    continue
+            raw = raws[start]
+            if raw is not None:
+                schemas[start], out[start] = self._read_envelope(raw)
+            start += 1
+        return schemas, out
+
+    def _read_run(
+        self, raws: list[bytes | None], start: int, end: int, schemas: list[Schema | None], out: list[Any]
+    ) -> None:
+        """Records start..end, each None or an envelope with the prefix of ``self._in_schema``."""
+        schema = self._in_schema
+        cut = len(self._in_prefix or b"")
+        run = raws[start:end]
+        places = range(start, end) if None not in run else [i for i in range(start, end) if raws[i] is not None]
+        present = cast(list[bytes], run if len(places) == len(run) else [raws[i] for i in places])
+        nodes, exact = loads_whole_batch([raw[cut:-1] for raw in present])
+        exact = exact and all(map(_ENDS_ENVELOPE, present))
+        if schema is None:
+            # orjson's exact nodes hold no fraction: they are already the schemaless Connect values
+            converted: list[Any] = nodes
+        elif exact and schema.type is Type.STRING and schema.name is None and set(map(type, nodes)) == _STR_ONLY:
+            converted = nodes
+        else:
+            convert = self._flat_struct_reader(schema)
+            try:
+                converted = [MISSING if n is MISSING else convert(schema, n) for n in nodes]
+            except DataException:  # the per-record path below finds which, and says why
+                converted, exact = [MISSING] * len(nodes), False
+        if exact and type(places) is range:
+            schemas[start:end] = [schema] * (end - start)
+            out[start:end] = converted
+            return
+        for i, raw, node, value in zip(places, present, nodes, converted, strict=True):
+            if node is MISSING or value is MISSING or not raw.endswith(b"}"):
+                read = self._to_connect(raw)
+                schemas[i], out[i] = read.schema, read.value
+            else:
+                schemas[i], out[i] = schema, value
+
+    def _flat_struct_reader(self, schema: Schema) -> Callable[[Schema, Any], Any]:
+        """``convert_to_connect`` for ``schema``, quicker for the usual struct: fields of strings, integers
+        and booleans, each present with a value of its type (anything else is read by ``convert_to_connect``)."""
+        convert = self._values.convert_to_connect
+        if schema.type is not Type.STRUCT or schema.name in _LOGICAL_NAMES:
+            return convert
+        try:
+            found = self._struct_readers.get(schema)
+        except TypeError:  # a default the schema cannot hash: read as ever
+            return convert
+        if found is not None and found[0] is schema:
+            return found[1]
+        fields = schema.fields()
+        kinds = []
+        ranges: list[tuple[int, int, int]] = []
+        for place, field in enumerate(fields):
+            kind = _FLAT_KINDS.get(field.schema.type)
+            if kind is None or field.schema.name in _LOGICAL_NAMES:
+                return convert
+            kinds.append(kind)
+            if kind is int:
+                bits = _INT_BITS[field.schema.type]
+                ranges.append((place, -(1 << (bits - 1)), 1 << (bits - 1)))
+        names = [f.name for f in fields]
+        expected = tuple(kinds)
+        make = Struct.from_valid_values
+
+        def read(schema: Schema, node: Any) -> Any:
+            if type(node) is dict:
+                values: list[Any] = list(map(node.get, names))
+                if tuple(map(type, values)) == expected and all(lo <= values[p] < hi for p, lo, hi in ranges):
+                    return make(schema, values)
+            return convert(schema, node)
+
+        if len(self._struct_readers) >= 1000:
+            self._struct_readers.clear()
+        self._struct_readers[schema] = (schema, read)
+        return read
+
+    def _read_envelope(self, raw: bytes) -> tuple[Schema | None, Any]:
+        """One envelope whose prefix is not the last one read: its schema looked up by its text."""
+        node = loads_whole_batch([raw])[0][0]
+        key: bytes | None = None
+        if type(node) is dict and len(node) == 2 and "schema" in node and "payload" in node:
+            key = orjson.dumps(node["schema"], option=orjson.OPT_SORT_KEYS)
+            known = self._in_schemas.lookup(key)
+            if known is not None:
+                schema, prefix = known
+                try:
+                    value = self._values.convert_to_connect(schema, node["payload"])
+                except DataException:
+                    pass  # the per-record path below says why
+                else:
+                    if prefix is not None and raw.startswith(prefix):
+                        self._in_prefix, self._in_schema = prefix, schema
+                    return schema, value
+        read = self._to_connect(raw)
+        if node is not MISSING and self._in_schema is read.schema and raw.startswith(self._in_prefix or b"\0"):
+            prefix_seen: bytes | None = self._in_prefix
+        else:
+            prefix_seen = None
+        if key is not None:
+            self._in_schemas.store(key, (read.schema, prefix_seen))
+        return read.schema, read.value
 
     # --- the envelope --------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from connect.api import DataException, Schema, SchemaBuilder, Type
 from plugins.converters.json_text import is_int, quote
 from plugins.converters.json_values import JsonValueConverter
 
-__all__ = ["JsonSchemaConverter"]
+__all__ = ["JsonSchemaConverter", "SchemaTextCache"]
 
 _TYPE_NAMES = {
     Type.BOOLEAN: "boolean",
@@ -74,6 +74,17 @@ class _LRU(collections.OrderedDict[Any, Any]):
         self[key] = value
         if len(self) > self.capacity:
             self.popitem(last=False)
+
+
+class SchemaTextCache(_LRU):
+    """Schemas read, keyed by a canonical text of their JSON (orjson's, keys sorted), with the envelope
+    prefix that schema's records carry when they are written as this converter writes them (or None).
+
+    The key costs one call in C, where ``as_connect_schema``'s key walks the parsed schema in Python.
+    """
+
+    def lookup(self, key: bytes) -> tuple[Schema | None, bytes | None] | None:
+        return super().lookup(key)  # type: ignore[no-any-return]
 
 
 class JsonSchemaConverter:

@@ -32,9 +32,11 @@ __all__ = [
     "loads_payload",
     "loads_schemaless",
     "loads_schemaless_batch",
+    "loads_whole_batch",
     "node_type",
     "number_text",
     "quote",
+    "quote_lines",
     "schemaless_value",
 ]
 
@@ -65,6 +67,29 @@ def quote(text: str) -> str:
     if text.isascii():
         return literal
     return _BEYOND_BMP.sub(_surrogate_pair, literal)
+
+
+# what an ASCII text needs escaped in JSON: the quote, the backslash and the control characters (DEL is
+# written as it is, by Jackson as by the C encoder)
+_ESCAPED_ASCII = bytes(range(0x20)) + b'"\\'
+
+
+def quote_lines(texts: list[str], before: str, after: str) -> list[bytes] | None:
+    """``(before + quote(text) + after).encode()`` of each text, in a few passes in C, or None when only
+    ``quote`` one by one can say (a text that is not plain ASCII, or needs an escape).
+
+    A plain ASCII text is its own JSON literal between quotes; all are built as one string, one per line,
+    then split (no plain text holds a newline).
+    """
+    joined = "".join(texts)
+    if not joined.isascii() or "\n" in before or "\n" in after:
+        return None
+    plain = joined.encode("ascii")
+    if len(plain.translate(None, _ESCAPED_ASCII)) != len(plain):
+        return None
+    body = before + '"' + ('"' + after + "\n" + before + '"').join(texts) + '"' + after
+    lines = body.encode().split(b"\n")
+    return lines if len(lines) == len(texts) else None
 
 
 def number_text(text: str) -> str:
@@ -160,6 +185,65 @@ def loads_schemaless_batch(raws: list[bytes | None]) -> list[Any]:
 
 def _few_openers(raw: bytes) -> bool:
     return raw.count(b"[") + raw.count(b"{") <= _MAX_OPENERS
+
+
+# A fraction or an exponent is read as a float by orjson but as a Decimal by the strict parse, which a
+# schema then reads as it says (an int64 accepts 1.0, a Decimal keeps every digit): a node of orjson's holding
+# a float is read again by the strict parse. Every other scalar orjson gives is the strict parse's (an
+# integer beyond 64 bits comes as a float). A container's depth is bounded as above, by its text.
+_EXACT_SCALARS = frozenset((str, int, bool, type(None)))
+_CONTAINERS = (dict, list)
+
+
+def loads_whole_batch(raws: list[bytes]) -> tuple[list[Any], bool]:
+    """What ``loads`` gives for each of ``raws``, or MISSING where only the strict parse can say, and
+    whether none is MISSING.
+
+    orjson reads them; what it rejects (empty input, invalid text, a lone surrogate escape) and what it
+    reads otherwise (see above) is MISSING, for the caller to read with ``loads``.
+    """
+    try:
+        nodes = list(map(orjson.loads, raws))
+    except orjson.JSONDecodeError:
+        nodes = list(map(_orjson_or_missing, raws))
+    kinds = set(map(type, nodes))
+    if kinds <= _EXACT_SCALARS:  # the usual payload of a string, integer or boolean schema
+        return nodes, True
+    exact = True
+    for i, node in enumerate(nodes):
+        kind = type(node)
+        if kind in _EXACT_SCALARS:
+            continue
+        if kind is float or node is MISSING or not (_flat_and_exact(node) or _few_openers_no_fractions(raws[i])):
+            nodes[i] = MISSING
+            exact = False
+    return nodes, exact
+
+
+def _orjson_or_missing(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return MISSING
+
+
+def _flat_and_exact(node: Any) -> bool:
+    """A struct's usual payload: an object of scalars that orjson reads as the strict parse does."""
+    return type(node) is dict and set(map(type, node.values())) <= _EXACT_SCALARS
+
+
+def _few_openers_no_fractions(raw: bytes) -> bool:
+    shape = raw.translate(_FRACTION_SHAPE)
+    return (
+        b"0." not in shape
+        and _TWENTY_DIGITS not in shape
+        and _BELOW_INT64 not in shape
+        and shape.count(b"[") <= _MAX_OPENERS
+    )
+
+
+# digits made "0", "{" a "[", and the marks of a fraction or exponent a ".": "0." is a fraction's shape
+_FRACTION_SHAPE = bytes.maketrans(b"123456789{eE", b"000000000[..")
 
 
 def schemaless_value(node: Any) -> Any:
