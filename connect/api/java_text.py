@@ -19,9 +19,172 @@ from typing import Any
 
 from connect.api.java_numbers import decimal_to_string, double_to_string
 
-__all__ = ["hash_map_order", "java_date_string", "java_hash_code", "java_to_string"]
+__all__ = [
+    "LINKED",
+    "FieldSelection",
+    "JavaLayout",
+    "JavaMap",
+    "copied_layout",
+    "presized_layout",
+    "table_layout",
+    "copied_map_capacity",
+    "PLAIN_COPY_SIZES",
+    "copy_for_puts",
+    "copy_laid_out",
+    "copy_is_plain",
+    "hash_map_capacity",
+    "hash_map_order",
+    "java_date_string",
+    "java_hash_code",
+    "java_iteration_order",
+    "java_to_string",
+    "layout_of",
+]
 
 _MASK32 = 0xFFFFFFFF
+
+# The Java whose HashMap this models is the one tests/compat runs Kafka Connect on: JDK 17. JDK 19 changed how
+# ``new HashMap<>(map)`` sizes its table (Math.ceil instead of +1), so a copy's capacity differs there.
+_DEFAULT_CAPACITY = 16
+LINKED = 0
+"""The capacity a ``JavaMap`` gives for a ``java.util.LinkedHashMap``, which iterates in insertion order."""
+
+COPIED = -1
+PRESIZED_FROM = -2
+
+
+class FieldSelection:
+    """The fields a transform keeps (all but ``excluded``; only ``included`` when not empty) and their new
+    names: what a layout needs to know of a ReplaceField. Compared by identity: one per configuration."""
+
+    __slots__ = ("excluded", "included", "renames")
+
+    def __init__(self, renames: Mapping[str, str], excluded: frozenset[str], included: frozenset[str]) -> None:
+        self.renames = dict(renames)
+        self.excluded = excluded
+        self.included = included
+
+
+class JavaLayout:
+    """How the Java map a ``JavaMap`` stands for was built, made by ``table_layout``, ``copied_layout`` or
+    ``presized_layout``. Layouts are shared (one per way of building and source key set) and compared by
+    identity, so that the order a map prints in is looked up at the cost of its key set's hash."""
+
+    __slots__ = ("kind", "spec")
+
+    def __init__(self, kind: int, spec: tuple[Any, ...]) -> None:
+        self.kind = kind
+        self.spec = spec
+
+
+# Shared layouts, by what they are made of; forgotten wholesale when full (they are then made again)
+_LAYOUTS: dict[tuple[Any, ...], JavaLayout] = {}
+_LAYOUTS_KEPT = 4096
+
+
+def _shared(kind: int, spec: tuple[Any, ...]) -> JavaLayout:
+    key = (kind, *spec)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        if len(_LAYOUTS) >= _LAYOUTS_KEPT:
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[key] = JavaLayout(kind, spec)
+    return layout
+
+
+def table_layout(capacity: int, inserted: tuple[Any, ...] | None = None) -> JavaLayout:
+    """A map of ``capacity`` buckets (``LINKED``: a LinkedHashMap) whose keys Java put in ``inserted``'s
+    order (None: the dict's own order)."""
+    return _shared(capacity, (inserted,))
+
+
+def copied_layout(source: Mapping[Any, Any]) -> JavaLayout:
+    """``new HashMap<>(source)`` (JDK 17), keys maybe put after, for a dict made as ``dict(source)`` (the
+    source's keys first, in its order) with the same puts."""
+    return _shared(COPIED, (len(source), layout_of(source)))
+
+
+def presized_layout(source: Mapping[Any, Any], selection: FieldSelection) -> JavaLayout:
+    """``new HashMap<>(source.size())`` filled with ``selection``'s fields of ``source`` in its iteration
+    order (Kafka's ReplaceField), for a dict holding the same keys."""
+    return _shared(PRESIZED_FROM, (tuple(source), layout_of(source), selection))
+
+
+class JavaMap(dict[Any, Any]):
+    """A map that says how the Java map it stands for was built, so that it prints in that map's order.
+
+    A plain dict stands for a ``new HashMap<>()`` filled in the dict's order (as Kafka's JsonConverter
+    builds one). A transform whose Java counterpart builds its map otherwise (pre-sized, copied from
+    another map, a LinkedHashMap) returns a JavaMap whose ``java_layout`` is the table capacity (``LINKED``
+    for a LinkedHashMap) and, when Java put the keys in another order than this dict holds them, that
+    order; see ``JavaLayout``. A copy of a JavaMap (``dict(m)``, ``m.copy()``) is a plain dict.
+    """
+
+    __slots__ = ("java_layout",)
+
+    java_layout: JavaLayout
+
+
+def hash_map_capacity(size: int, initial_capacity: int | None = None, start: int | None = None) -> int:
+    """The table capacity of ``new HashMap<>(initial_capacity)`` (``new HashMap<>()`` when None) once
+    ``size`` distinct keys are in it; ``start``: the capacity it already has (its pre-sizing done)."""
+    if start is not None:
+        capacity = start
+    elif initial_capacity is None:
+        capacity = _DEFAULT_CAPACITY
+    else:
+        capacity = _table_size_for(initial_capacity)
+    # a put that takes the size past three quarters of the capacity doubles it (a capacity of 1 has threshold 0)
+    while size > capacity * 3 // 4:
+        capacity *= 2
+    return capacity
+
+
+def copied_map_capacity(source_size: int, size: int) -> int:
+    """The capacity of ``new HashMap<>(source)`` (JDK 17) for a source of ``source_size`` entries, once
+    ``size`` distinct keys are in it (the source's and any put after)."""
+    if source_size == 0:  # an empty source leaves the map as ``new HashMap<>()``
+        return hash_map_capacity(size)
+    # (int)(s / 0.75f + 1.0f): s / 0.75 is an integer or a third off one, so float rounding never matters
+    return hash_map_capacity(size, start=_table_size_for(source_size * 4 // 3 + 1))
+
+
+@functools.lru_cache(maxsize=4096)
+def copy_is_plain(source_size: int, size: int) -> bool:
+    """Whether ``new HashMap<>(source)`` of a plain dict's map, with puts taking it to ``size`` keys, iterates
+    as a ``new HashMap<>()`` filled in the same order does: the same capacity, and keys sharing a bucket
+    there shared one in the source, so they meet in the order they were put. A copy for which this holds
+    can stay a plain dict (most JSON records: 6 to 11 keys copy into the default 16 buckets)."""
+    return copied_map_capacity(source_size, size) == hash_map_capacity(size)
+
+
+def copy_for_puts(source: Mapping[Any, Any]) -> dict[Any, Any]:
+    """A copy of ``source`` to put keys into, as Java's ``new HashMap<>(source)`` is; hand it to
+    ``copy_laid_out`` once the puts are done."""
+    if type(source) is JavaMap:
+        copied = JavaMap(source)
+        copied.java_layout = copied_layout(source)
+        return copied
+    return dict(source)
+
+
+def copy_laid_out(source: Mapping[Any, Any], updated: dict[Any, Any]) -> dict[Any, Any]:
+    """``updated``, made by ``copy_for_puts(source)`` and puts, as a map that prints as Java's copy with
+    the same puts: itself when a plain dict prints so, else a JavaMap saying how Java's was built."""
+    if type(updated) is JavaMap or copy_is_plain(len(source), len(updated)):
+        return updated
+    made = JavaMap(updated)
+    made.java_layout = copied_layout(source)
+    return made
+
+
+def _table_size_for(wanted: int) -> int:
+    return 1 if wanted <= 1 else 1 << (wanted - 1).bit_length()
+
+
+# Sizes of plain dicts whose Java copy, with or without one key put after, prints as a plain dict does:
+# a batch path checks a record's size against it instead of calling copy_is_plain
+PLAIN_COPY_SIZES = frozenset(n for n in range(1, 1025) if copy_is_plain(n, n) and copy_is_plain(n, n + 1))
 
 
 def java_hash_code(key: Any) -> int | None:
@@ -51,19 +214,22 @@ def _utf16_units(text: str) -> Iterable[int]:
             yield 0xDC00 + (code & 0x3FF)
 
 
-def hash_map_order(keys: list[Any]) -> list[Any]:
+def hash_map_order(keys: Sequence[Any], capacity: int | None = None) -> list[Any]:
     """``keys`` (in insertion order) in the order a ``java.util.HashMap`` holding them iterates.
 
-    A HashMap starts with 16 buckets and doubles whenever it holds more than three quarters of its
-    capacity; a key's bucket is its spread hash modulo the capacity, and a bucket keeps insertion order
-    (resizes split buckets without reordering). Keys of other types keep insertion order.
+    ``capacity``: the map's table capacity (``LINKED``: a LinkedHashMap); None for a ``new HashMap<>()``,
+    which starts with 16 buckets and doubles whenever it holds more than three quarters of its capacity.
+    A key's bucket is its spread hash modulo the capacity, and a bucket keeps insertion order (resizes
+    split buckets without reordering; a bucket of more than 8 keys in a table of 64 or more becomes a
+    tree, not modelled). Keys of other types keep insertion order.
     """
+    if capacity == LINKED:
+        return list(keys)
     hashes = [java_hash_code(k) for k in keys]
     if any(h is None for h in hashes):
         return list(keys)
-    capacity = 16
-    while len(keys) > capacity * 3 // 4:
-        capacity *= 2
+    if capacity is None:
+        capacity = hash_map_capacity(len(keys))
     buckets = [((h ^ (h >> 16)) & (capacity - 1), i) for i, h in enumerate(hashes) if h is not None]
     return [keys[i] for _, i in sorted(buckets)]
 
@@ -102,10 +268,10 @@ def _list_text(value: list[Any] | tuple[Any, ...]) -> str:
     return "[" + ", ".join(_texts(value)) + "]"
 
 
-# A map's keys, in HashMap order, with each key's printed prefix ("key="), and a getter for its values
-# in that order. Records of one topic mostly share one key set, so the order is worked out once per
-# key set rather than once per record.
-_Layout = tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]
+# A map's keys, in HashMap order, with each key's printed prefix ("key="), a getter for its values in that
+# order, and the keys in that order. Records of one topic mostly share one key set, so the order is worked
+# out once per key set (and way of building the map) rather than once per record.
+_Layout = tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]], tuple[str, ...]]
 
 # Bounds on what the cache holds: at most this many key sets, each of at most so many keys and characters
 # (a map with more is laid out afresh each time; its values cost more to print than its order anyway).
@@ -115,8 +281,9 @@ _LAYOUT_MAX_KEY_CHARS = 2048
 
 
 @functools.lru_cache(maxsize=_LAYOUT_CACHE_SIZE)
-def _string_key_layout(keys: tuple[Any, ...]) -> _Layout | None:
-    """The layout of a map with these keys, or None unless every key is a str.
+def _string_key_layout(keys: tuple[Any, ...], java_layout: JavaLayout | None = None) -> _Layout | None:
+    """The layout of a map with these keys (in the dict's order) built as ``java_layout`` says (None: a
+    ``new HashMap<>()`` filled in that order), or None unless every key is a str.
 
     Only all-str key sets are laid out: Python's equality treats ``1``, ``1.0`` and ``True`` as one
     key, but Java hashes (and so orders) them differently, so an equal tuple of other keys is no
@@ -124,29 +291,84 @@ def _string_key_layout(keys: tuple[Any, ...]) -> _Layout | None:
     """
     if not all(type(k) is str for k in keys):
         return None
-    ordered = hash_map_order(list(keys))
+    ordered = tuple(_java_order(keys, java_layout))
     prefixes = tuple(k + "=" for k in ordered)
     if len(ordered) == 1:
         only = ordered[0]
-        return prefixes, lambda m: (m[only],)
-    return prefixes, operator.itemgetter(*ordered)
+        return prefixes, lambda m: (m[only],), ordered
+    return prefixes, operator.itemgetter(*ordered), ordered
+
+
+def _java_order(keys: tuple[Any, ...], java_layout: JavaLayout | None) -> list[Any]:
+    if java_layout is None:
+        return hash_map_order(keys)
+    kind, spec = java_layout.kind, java_layout.spec
+    inserted: tuple[Any, ...] | None
+    if kind == COPIED:
+        source_size, source_layout = spec
+        source_size = min(source_size, len(keys))
+        # Java put the source's keys in the source's iteration order, then the new ones in put order
+        inserted = (*_java_order(keys[:source_size], source_layout), *keys[source_size:])
+        capacity = copied_map_capacity(source_size, len(keys))
+    elif kind == PRESIZED_FROM:
+        source_keys, source_layout, selection = spec
+        renames, excluded, included = selection.renames, selection.excluded, selection.included
+        # new HashMap<>(source.size()), then each kept key put (renamed) in the source's iteration order
+        inserted = tuple(dict.fromkeys(
+            renames.get(k, k) for k in _java_order(source_keys, source_layout)
+            if k not in excluded and (not included or k in included)))
+        capacity = hash_map_capacity(len(inserted), initial_capacity=len(source_keys))
+    else:
+        capacity, (inserted,) = kind, spec
+    if inserted is None:
+        return hash_map_order(keys, capacity)
+    if len(inserted) != len(keys) or not set(keys).issuperset(inserted):
+        # the map was changed after its maker laid it out: keys Java never put go last, as puts would
+        present, known = set(keys), set(inserted)
+        inserted = tuple(k for k in inserted if k in present) + tuple(k for k in keys if k not in known)
+        if capacity != LINKED:
+            capacity = hash_map_capacity(len(keys), start=capacity)
+    return hash_map_order(inserted, capacity)
+
+
+def layout_of(value: Mapping[Any, Any]) -> JavaLayout | None:
+    """How the Java map ``value`` stands for was built (None: a ``new HashMap<>()`` filled in its order)."""
+    return getattr(value, "java_layout", None) if type(value) is JavaMap else None
+
+
+def _layout_of(value: Mapping[Any, Any], keys: tuple[Any, ...]) -> _Layout | None:
+    java_layout = getattr(value, "java_layout", None) if type(value) is JavaMap else None
+    if len(keys) <= _LAYOUT_MAX_KEYS:
+        try:
+            if sum(map(len, keys)) <= _LAYOUT_MAX_KEY_CHARS:
+                return _string_key_layout(keys, java_layout)
+        except TypeError:  # a key without a length (a number) or without a hash: not cached
+            pass
+    return None
+
+
+def java_iteration_order(value: Mapping[Any, Any]) -> tuple[Any, ...]:
+    """The keys of ``value`` in the order Java iterates the map it stands for (a ``JavaMap`` as its
+    ``java_layout`` says, any other map as a ``new HashMap<>()`` filled in its order): the order in which
+    a Java transform that copies or walks the map meets them."""
+    keys = tuple(value)
+    layout = _layout_of(value, keys)
+    if layout is not None:
+        return layout[2]
+    java_layout = getattr(value, "java_layout", None) if type(value) is JavaMap else None
+    return tuple(_java_order(keys, java_layout))
 
 
 def _map_text(value: Mapping[Any, Any]) -> str:
     keys = tuple(value)
     if not keys:
         return "{}"
-    layout = None
-    if len(keys) <= _LAYOUT_MAX_KEYS:
-        try:
-            if sum(map(len, keys)) <= _LAYOUT_MAX_KEY_CHARS:
-                layout = _string_key_layout(keys)
-        except TypeError:  # a key without a length (a number) or without a hash: not cached
-            pass
+    layout = _layout_of(value, keys)
     if layout is None:
-        ordered = hash_map_order(list(keys))
+        java_layout = getattr(value, "java_layout", None) if type(value) is JavaMap else None
+        ordered = _java_order(keys, java_layout)
         return "{" + ", ".join([f"{java_to_string(k)}={java_to_string(value[k])}" for k in ordered]) + "}"
-    prefixes, values_in_order = layout
+    prefixes, values_in_order, _ = layout
     return "{" + ", ".join(map(operator.add, prefixes, _texts(values_in_order(value)))) + "}"
 
 
@@ -169,6 +391,7 @@ _PRINTERS = _Printers({
     type(None): {None: "null"}.__getitem__,
     float: _double_text,
     dict: _map_text,
+    JavaMap: _map_text,
     list: _list_text,
     tuple: _list_text,
 })

@@ -27,6 +27,7 @@ from connect.api import (
     Timestamp,
     Type,
 )
+from connect.api.java_text import copy_for_puts, copy_laid_out, hash_map_order
 from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
 from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
@@ -291,6 +292,7 @@ class Cast(KeyOrValueTransformation[ConnectRecord]):
 
     def __init__(self) -> None:
         self._casts: dict[str, Type] = {}
+        self._cast_order: tuple[str, ...] = ()
         self._whole_value: Type | None = None
         self._replace_null_with_default = True
         self._plans = SchemaCache()
@@ -298,6 +300,7 @@ class Cast(KeyOrValueTransformation[ConnectRecord]):
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)
         self._casts, self._whole_value = _parse_spec(config.get_list(SPEC))
+        self._cast_order = tuple(hash_map_order(list(self._casts)))
         self._replace_null_with_default = bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
         self._plans.clear()
 
@@ -323,11 +326,12 @@ class Cast(KeyOrValueTransformation[ConnectRecord]):
         if self._whole_value is not None:
             return self._new_record(record, None, cast_value(None, value, self._whole_value))
         original = require_map(value, _PURPOSE)
-        updated = dict(original)
-        # As in Kafka, a field named in the spec but absent from the map is written as null.
-        for name, target in self._casts.items():
-            updated[name] = cast_value(None, original.get(name), target)
-        return self._new_record(record, None, updated)
+        updated = copy_for_puts(original)  # Java's new HashMap<>(value), then the puts
+        # As in Kafka, a field named in the spec but absent from the map is written as null; the fields are
+        # put in the order Kafka's HashMap of the spec iterates
+        for name in self._cast_order:
+            updated[name] = cast_value(None, original.get(name), self._casts[name])
+        return self._new_record(record, None, copy_laid_out(original, updated))
 
     def _plan(self, schema: Schema) -> _Plan:
         if self._whole_value is not None:

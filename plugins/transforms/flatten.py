@@ -19,6 +19,7 @@ from connect.api import (
     Struct,
     Type,
 )
+from connect.api.java_text import LINKED, JavaMap, java_iteration_order, table_layout
 from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
 from plugins.transforms._config import parse_config
 from plugins.transforms._requirements import require_map, require_struct, type_name
@@ -77,7 +78,9 @@ class Flatten(KeyOrValueTransformation[ConnectRecord]):
         if value is None:
             return record
         if self._operating_schema(record) is None:
-            flat: dict[Any, Any] = {}
+            # Kafka's Flatten fills a LinkedHashMap, walking each map in its Java iteration order
+            flat = JavaMap()
+            flat.java_layout = table_layout(LINKED)
             self._flatten_map(require_map(value, _PURPOSE), "", flat)
             return self._new_record(record, None, flat)
         struct = require_struct(value, _PURPOSE)
@@ -98,7 +101,8 @@ class Flatten(KeyOrValueTransformation[ConnectRecord]):
         return name if not prefix else f"{prefix}{self._delimiter}{name}"
 
     def _flatten_map(self, original: dict[Any, Any], prefix: str, flat: dict[Any, Any]) -> None:
-        for key, value in original.items():
+        for key in java_iteration_order(original):
+            value = original[key]
             name = self._name(prefix, key)
             if value is None or isinstance(value, _LEAF_TYPES):
                 flat[name] = value

@@ -18,6 +18,7 @@ from connect.api import (
     Struct,
     Timestamp,
 )
+from connect.api.java_text import PLAIN_COPY_SIZES, copy_for_puts, copy_laid_out
 from connect.api.struct import validate_value
 from plugins.transforms._base import KeyOrValueTransformation, key_value_variants, schemaless
 from plugins.transforms._config import (
@@ -143,11 +144,14 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
         if not self._static_only:  # the other fields come from the record: record by record
             return None
         name = self._static.name  # type: ignore[union-attr]
-        field = {name: self._static_value}
         if schemaless(schemas):
-            # all schemaless, the common case: ``v | field`` is a copy with the field set (last), as ``apply``
-            # makes it
-            return None, [v | field if type(v) is dict else self._static_into_other(v, name) for v in values]
+            # all schemaless, the common case: each map copied in C, the field set (last), as ``apply`` makes it
+            static_field = {name: self._static_value}
+            plain_sizes = PLAIN_COPY_SIZES
+            other = self._static_into_other
+            # Java's new HashMap<>(value), then the put: a plain dict prints the same for most sizes
+            return None, [v | static_field if type(v) is dict and len(v) in plain_sizes else other(v, name)
+                          for v in values]
         new_schemas: list[Schema | None] = []
         new_values: list[Any] = []
         add_schema, add_value = new_schemas.append, new_values.append
@@ -158,7 +162,7 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
                 add_value(None)
             elif schema is None:
                 add_schema(None)
-                add_value(value | field if type(value) is dict else self._static_into_other(value, name))
+                add_value(self._static_into_other(value, name))
             elif type(value) is Struct:
                 updated = insert(value, None)
                 add_schema(updated.schema)
@@ -173,28 +177,28 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
         """As ``apply`` for a value other than a plain dict: None stays, a dict subclass is copied, else raise."""
         if value is None:
             return None
-        updated = dict(require_map(value, _PURPOSE))
+        original = require_map(value, _PURPOSE)
+        updated = copy_for_puts(original)
         updated[name] = self._static_value
-        return updated
+        return copy_laid_out(original, updated)
 
     def _apply_schemaless(self, record: ConnectRecord, value: Any) -> ConnectRecord:
-        if not isinstance(value, dict):
-            require_map(value, _PURPOSE)
-        updated = dict(value)
+        original = require_map(value, _PURPOSE)
+        updated = copy_for_puts(original)  # Java's new HashMap<>(value), then the puts
         if self._static_only:
             updated[self._static.name] = self._static_value  # type: ignore[union-attr]
-            return self._new_record(record, None, updated)
-        if self._topic is not None:
-            updated[self._topic.name] = record.topic
-        if self._partition is not None and record.kafka_partition is not None:
-            updated[self._partition.name] = record.kafka_partition
-        if self._offset is not None:
-            updated[self._offset.name] = require_sink_record(record, _PURPOSE).kafka_offset
-        if self._timestamp is not None and record.timestamp is not None:
-            updated[self._timestamp.name] = record.timestamp
-        if self._static is not None:
-            updated[self._static.name] = self._static_value
-        return self._new_record(record, None, updated)
+        else:
+            if self._topic is not None:
+                updated[self._topic.name] = record.topic
+            if self._partition is not None and record.kafka_partition is not None:
+                updated[self._partition.name] = record.kafka_partition
+            if self._offset is not None:
+                updated[self._offset.name] = require_sink_record(record, _PURPOSE).kafka_offset
+            if self._timestamp is not None and record.timestamp is not None:
+                updated[self._timestamp.name] = record.timestamp
+            if self._static is not None:
+                updated[self._static.name] = self._static_value
+        return self._new_record(record, None, copy_laid_out(original, updated))
 
     def _apply_with_schema(self, record: ConnectRecord, value: Any) -> ConnectRecord:
         updated = self._insert_by_position(value, record) if type(value) is Struct else self._with_fields(value, record)

@@ -19,6 +19,13 @@ from connect.api import (
     Struct,
     Type,
 )
+from connect.api.java_text import (
+    PLAIN_COPY_SIZES,
+    copy_for_puts,
+    copy_laid_out,
+    hash_map_capacity,
+    hash_map_order,
+)
 from connect.api.struct import validate_value
 from plugins.transforms._base import KeyOrValueTransformation, key_value_variants, schemaless
 from plugins.transforms._config import (
@@ -156,7 +163,8 @@ class MaskField(KeyOrValueTransformation[ConnectRecord]):
 
     def __init__(self) -> None:
         self._fields: frozenset[str] = frozenset()
-        # the configured order, each once: absent fields are added to a map in this order
+        # each field once, in the order Kafka's HashSet of them iterates: absent fields are added to a map
+        # in this order
         self._names: tuple[str, ...] = ()
         self._replacement: _Replacement | None = None
         self._replace_null_with_default = True
@@ -164,7 +172,10 @@ class MaskField(KeyOrValueTransformation[ConnectRecord]):
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)
-        self._names = tuple(dict.fromkeys(config.get_list(FIELDS)))
+        names = list(dict.fromkeys(config.get_list(FIELDS)))
+        # new HashSet<>(list): a table of max((int) (size / .75f) + 1, 16) buckets, filled in list order
+        set_capacity = hash_map_capacity(len(names), initial_capacity=max(len(names) * 4 // 3 + 1, 16))
+        self._names = tuple(hash_map_order(names, set_capacity))
         self._fields = frozenset(self._names)
         self._plans.clear()
         replacement = config.get_string(REPLACEMENT)
@@ -190,11 +201,11 @@ class MaskField(KeyOrValueTransformation[ConnectRecord]):
 
     def _mask_map(self, value: Any) -> dict[str, Any]:
         original = require_map(value, _PURPOSE)
-        updated = dict(original)
+        updated = copy_for_puts(original)  # Java's new HashMap<>(value), then the puts
         masked = self._masked
         for name in self._names:
             updated[name] = masked(original.get(name), None)
-        return updated
+        return copy_laid_out(original, updated)
 
     def _transform_column(
         self, schemas: list[Schema | None], values: list[Any]
@@ -210,6 +221,7 @@ class MaskField(KeyOrValueTransformation[ConnectRecord]):
             # field would cost as much as the rest of the record
             names = self._names
             shared = _EMPTY_BY_TYPE.get
+            plain_sizes = PLAIN_COPY_SIZES
             for value in values:
                 if type(value) is dict:
                     updated = value.copy()
@@ -220,7 +232,9 @@ class MaskField(KeyOrValueTransformation[ConnectRecord]):
                             updated[name] = empty if empty is not _NO_SHARED_EMPTY else _empty_value(field)
                         else:
                             updated[name] = None
-                    add(updated)
+                    size = len(value)
+                    plain = size in plain_sizes and len(updated) == size  # else worked out by copy_laid_out
+                    add(updated if plain else copy_laid_out(value, updated))
                 else:
                     add(None if value is None else mask_map(value))
             return None, masked

@@ -17,6 +17,7 @@ from connect.api import (
     SchemaBuilder,
     Struct,
 )
+from connect.api.java_text import FieldSelection, JavaLayout, JavaMap, presized_layout
 from plugins.transforms._base import KeyOrValueTransformation, key_value_variants, schemaless
 from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
@@ -87,6 +88,10 @@ def _translate_deprecated(configs: Mapping[str, Any]) -> dict[str, Any]:
     return translated
 
 
+_MAPS = (dict, JavaMap)
+_PLAIN_LAYOUTS_KEPT = 1024
+
+
 class _Plan(NamedTuple):
     schema: Schema
     copies: tuple[tuple[Field, Field], ...]
@@ -106,18 +111,22 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         self._exclude: frozenset[str] = frozenset()
         self._include: frozenset[str] = frozenset()
         self._renames: dict[str, str] = {}
-        self._exclude_only = True
         self._replace_null_with_default = True
         self._plans = SchemaCache()
+        # what a map's layout says of how Java's was filled (see connect/api/java_text.py)
+        self._selection = FieldSelection({}, frozenset(), frozenset())
+        # the layouts of the maps made from plain dicts, by their key sets (all str): one lookup per record
+        self._plain_layouts: dict[tuple[str, ...], JavaLayout] = {}
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, _translate_deprecated(configs))
         self._exclude = frozenset(config.get_list(EXCLUDE))
         self._include = frozenset(config.get_list(INCLUDE))
         self._renames = _parse_renames(config.get_list(RENAMES))
-        self._exclude_only = not self._include and not self._renames
         self._replace_null_with_default = bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
         self._plans.clear()
+        self._selection = FieldSelection(self._renames, self._exclude, self._include)
+        self._plain_layouts.clear()
 
     def _keep(self, name: str) -> bool:
         return name not in self._exclude and (not self._include or name in self._include)
@@ -127,15 +136,7 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         if value is None:
             return record
         if self._operating_schema(record) is None:
-            if not isinstance(value, dict):
-                require_map(value, _PURPOSE)
-            if self._exclude_only:
-                # copy and drop: the same map, in the same order, as filtering key by key, at C speed
-                updated = dict(value)
-                for name in self._exclude:
-                    updated.pop(name, None)
-                return self._new_record(record, None, updated)
-            return self._new_record(record, None, self._replace_in_map(value))
+            return self._new_record(record, None, self._replace_in_map(require_map(value, _PURPOSE)))
         replaced = self._replace_by_position(value) if type(value) is Struct else self._replace_in_struct(value)
         return self._new_record(record, replaced.schema, replaced)
 
@@ -159,29 +160,27 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         updated: list[Any] = []
         append = updated.append
         if schemaless(schemas):
-            if self._exclude_only:
-                exclude = tuple(self._exclude)
-                pop = dict.pop
-                for value in values:
-                    if type(value) is not dict:
-                        if value is None:
-                            append(None)
-                            continue
-                        value = require_map(value, _PURPOSE)
-                    copied = dict(value)
-                    for name in exclude:
-                        pop(copied, name, None)
-                    append(copied)
-            elif not self._include and not self._exclude:
-                # renames only, the common case: the comprehension written here, not called per record
-                rename = self._renames.get
-                other = self._replace_in_other
-                return None, [{rename(k, k): v for k, v in value.items()} if type(value) is dict else other(value)
-                              for value in values]
-            else:
-                other = self._replace_in_other
-                replace = self._replace_in_map
-                return None, [replace(value) if type(value) is dict else other(value) for value in values]
+            replace = self._replace_in_map
+            other = self._replace_in_other
+            if self._include or self._exclude:
+                return None, [replace(value) if type(value) in _MAPS else other(value) for value in values]
+            # renames only, the common case, written out: no call per record
+            rename = self._renames.get
+            selection = self._selection
+            plain_layouts = self._plain_layouts
+            for value in values:
+                value_type = type(value)
+                if value_type is dict:
+                    renamed = JavaMap({rename(k, k): v for k, v in value.items()})
+                    layout = plain_layouts.get(tuple(value))
+                    renamed.java_layout = layout if layout is not None else self._plain_layout(value)
+                    append(renamed)
+                elif value_type is JavaMap:
+                    renamed = JavaMap({rename(k, k): v for k, v in value.items()})
+                    renamed.java_layout = presized_layout(value, selection)
+                    append(renamed)
+                else:
+                    append(other(value))
             return None, updated
         new_schemas: list[Schema | None] = []
         add_schema = new_schemas.append
@@ -202,20 +201,38 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
                 append(made)
         return new_schemas, updated
 
-    def _replace_in_other(self, value: Any) -> dict[str, Any] | None:
+    def _replace_in_other(self, value: Any) -> JavaMap | None:
         """As ``apply`` for a value other than a plain dict: None stays, a dict subclass is replaced, else raise."""
         return None if value is None else self._replace_in_map(require_map(value, _PURPOSE))
 
-    def _replace_in_map(self, value: dict[str, Any]) -> dict[str, Any]:
+    def _plain_layout(self, value: dict[str, Any]) -> JavaLayout:
+        """The layout of the map made of ``value``, a plain dict, remembered by its key set."""
+        layout = presized_layout(value, self._selection)
+        keys = tuple(value)
+        # only all-str key sets: Python takes 1, 1.0 and True for one key, Java hashes them apart
+        if all(type(k) is str for k in keys):
+            if len(self._plain_layouts) >= _PLAIN_LAYOUTS_KEPT:
+                self._plain_layouts.clear()
+            self._plain_layouts[keys] = layout
+        return layout
+
+    def _replace_in_map(self, value: Mapping[str, Any]) -> JavaMap:
         exclude, include, renames = self._exclude, self._include, self._renames
-        # one comprehension per case, so that no key pays for a test its configuration does not need
+        # one way per case, so that no key pays for a test its configuration does not need
         if not include:
-            if not exclude:
-                return {renames.get(k, k): v for k, v in value.items()}
             if not renames:
-                return {k: v for k, v in value.items() if k not in exclude}
-            return {renames.get(k, k): v for k, v in value.items() if k not in exclude}
-        return {renames.get(k, k): v for k, v in value.items() if k in include and k not in exclude}
+                made = JavaMap(value)
+                for name in exclude:
+                    made.pop(name, None)
+            elif not exclude:
+                made = JavaMap({renames.get(k, k): v for k, v in value.items()})
+            else:
+                made = JavaMap({renames.get(k, k): v for k, v in value.items() if k not in exclude})
+        else:
+            made = JavaMap({renames.get(k, k): v for k, v in value.items() if k in include and k not in exclude})
+        # Java's new HashMap<>(value.size()), filled in value's iteration order
+        made.java_layout = presized_layout(value, self._selection)
+        return made
 
     def _plan(self, schema: Schema) -> _Plan:
         builder = copy_schema_basics(schema, SchemaBuilder.struct())

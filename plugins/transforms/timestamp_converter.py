@@ -24,6 +24,7 @@ from connect.api import (
     Type,
     ValidString,
 )
+from connect.api.java_text import copy_for_puts, copy_laid_out
 from plugins.transforms._base import KeyOrValueTransformation, key_value_variants
 from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
@@ -266,10 +267,11 @@ class TimestampConverter(KeyOrValueTransformation[ConnectRecord]):
         if schema is None:
             if value is None or not self._field:
                 return self._new_record(record, None, self._convert(value, None))
-            updated = dict(require_map(value, _PURPOSE))
+            original = require_map(value, _PURPOSE)
+            updated = copy_for_puts(original)  # Java's new HashMap<>(value), then the put
             # As in Kafka, a missing field is written back as null.
             updated[self._field] = self._convert(updated.get(self._field), None)
-            return self._new_record(record, None, updated)
+            return self._new_record(record, None, copy_laid_out(original, updated))
         if not self._field:
             return self._new_record(
                 record, self._target_schema(schema.optional), self._convert(value, self._type_of_schema(schema))

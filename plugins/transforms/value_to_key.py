@@ -17,6 +17,7 @@ from connect.api import (
     SchemaBuilder,
     Struct,
 )
+from connect.api.java_text import JavaLayout, JavaMap, hash_map_capacity, table_layout
 from plugins.transforms._base import BuiltinTransformation
 from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
@@ -52,12 +53,16 @@ class ValueToKey(BuiltinTransformation[ConnectRecord]):
 
     def __init__(self) -> None:
         self._fields: tuple[str, ...] = ()
+        self._key_layout: JavaLayout | None = None
         self._replace_null_with_default = True
         self._plans = SchemaCache()
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)
         self._fields = tuple(config.get_list(FIELDS))
+        capacity = hash_map_capacity(len(self._fields), initial_capacity=len(self._fields))
+        # None when the pre-sized table is the default one, so that a plain dict prints as Java's map does
+        self._key_layout = None if capacity == hash_map_capacity(len(self._fields)) else table_layout(capacity)
         if len(set(self._fields)) != len(self._fields):
             raise ConfigException(FIELDS, list(self._fields), "Field names must not be repeated")
         self._replace_null_with_default = bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
@@ -71,6 +76,9 @@ class ValueToKey(BuiltinTransformation[ConnectRecord]):
                 key = dict.fromkeys(self._fields)
             else:
                 key = {name: value.get(name) for name in self._fields}
+            if self._key_layout is not None:  # Java's new HashMap<>(fields.size()), filled in field order
+                key = JavaMap(key)
+                key.java_layout = self._key_layout
             return record.new_record(key_schema=None, key=key)
         struct = require_struct(record.value, _PURPOSE)
         plan = self._plans.get_or_make(struct.schema, self._plan)

@@ -123,3 +123,44 @@ def test_numbers_print_as_javas_double_and_big_decimal_to_string() -> None:
     assert java_to_string({"price": decimal.Decimal("1.50"), "tiny": decimal.Decimal("1E-10")}) == (
         "{price=1.50, tiny=1E-10}"
     )
+
+
+def test_table_capacities_follow_jdk_17() -> None:
+    from connect.api.java_text import copied_map_capacity, hash_map_capacity
+
+    # new HashMap<>(n) then n puts (Kafka's ReplaceField): 1 -> 2, 2..3 -> 4, 4..6 -> 8, 7..12 -> 16
+    assert [hash_map_capacity(n, initial_capacity=n) for n in range(1, 14)] == [
+        2, 4, 4, 8, 8, 8, 16, 16, 16, 16, 16, 16, 32]
+    # new HashMap<>(): 16 until 12 keys, then doubling
+    assert [hash_map_capacity(n) for n in (1, 12, 13, 24, 25)] == [16, 16, 32, 32, 64]
+    # new HashMap<>(source) on JDK 17: tableSizeFor((int) (size / 0.75f + 1.0f)); 6 -> 16, 12 -> 32
+    assert [copied_map_capacity(n, n) for n in (1, 2, 3, 5, 6, 11, 12)] == [2, 4, 8, 8, 16, 16, 32]
+    assert copied_map_capacity(1, 2) == 4  # the copy grows with the keys put after
+    assert copied_map_capacity(0, 1) == 16  # an empty source leaves the default table
+
+
+def test_a_java_map_prints_in_the_order_its_layout_gives() -> None:
+    from connect.api.java_text import LINKED, JavaMap, copied_layout, table_layout
+
+    value = {k: i for i, k in enumerate("abcijq")}
+    presized = JavaMap(value)
+    presized.java_layout = table_layout(8, ("a", "q", "b", "c", "i", "j"))  # filled in value's Java order
+    assert java_to_string(presized) == "{a=0, q=5, i=3, b=1, j=4, c=2}"  # as jshell prints it (JDK 17)
+    linked = JavaMap(value)
+    linked.java_layout = table_layout(LINKED)
+    assert java_to_string(linked) == "{a=0, b=1, c=2, i=3, j=4, q=5}"
+    # a copy of a 1-key map with one put: 4 buckets, where "b" (98) and "f" (102) share bucket 2
+    copied = JavaMap({"f": 1, "b": 2})
+    copied.java_layout = copied_layout({"f": 1})
+    assert java_to_string(copied) == "{f=1, b=2}"
+    assert java_to_string({"f": 1, "b": 2}) == "{b=2, f=1}"  # 16 buckets: "b" first
+
+
+def test_a_java_map_changed_after_it_was_laid_out_still_prints_every_key() -> None:
+    from connect.api.java_text import JavaMap, table_layout
+
+    changed = JavaMap({"a": 1, "b": 2})
+    changed.java_layout = table_layout(4, ("b", "a"))
+    del changed["a"]
+    changed["z"] = 3
+    assert java_to_string(changed) == "{b=2, z=3}"
