@@ -29,7 +29,9 @@ KILLS = 5
 def _source(tmp: Path, **extra: object) -> Path:
     props: dict[str, object] = {"name": "eos-source", "connector.class": "FileStreamSource", "tasks.max": 1,
                                 "file": tmp / "input.txt", "topic": "lines", "exactly.once.support": "required",
-                                "batch.size": 2000}
+                                "batch.size": 2000,
+                                # the topic's values are read back as the lines themselves, not JSON envelopes
+                                "value.converter": "org.apache.kafka.connect.storage.StringConverter"}
     props.update(extra)
     return write_properties(tmp / "source.properties", props)
 
@@ -63,6 +65,7 @@ class _Writer:
 def test_every_line_once_for_read_committed_after_five_kill_9s(tmp_path, boundary):
     expected = [f"line-{i:06d}" for i in range(TOTAL)]
     (tmp_path / "input.txt").write_text("")
+    # commits (transactions) every 0.5 s, so that each run, killed 0.2-1 s after its task starts, has some
     cfg = worker_properties(tmp_path, exactly_once_source_support="enabled", offset_flush_interval_ms=500)
     src = _source(tmp_path, **{"transaction.boundary": boundary, "transaction.boundary.interval.ms": 300})
     writer = _Writer(tmp_path / "input.txt", expected, rate=62_500)  # 8 s of input, killed five times meanwhile
