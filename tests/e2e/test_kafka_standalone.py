@@ -23,6 +23,7 @@ from connect.api.topic_partition import TopicPartition
 from connect.log import open_log_backend
 from services.kafka import KafkaService
 from tests.support import (
+    STRING_CONVERTERS,
     connect_standalone,
     free_port,
     line_count,
@@ -45,9 +46,11 @@ def _worker(tmp: Path, kafka: KafkaService, unique_topic: Callable[..., str], re
 
     Sink consumers get a short group session: a worker killed with -9 leaves
     its member behind until the session expires, and the restarted worker's
-    consumer waits for that before it gets the partitions.
+    consumer waits for that before it gets the partitions. The records are
+    the lines themselves (STRING_CONVERTERS): kcat reads and writes them raw.
     """
     settings: dict[str, object] = {
+        **STRING_CONVERTERS,
         "bootstrap_servers": kafka.bootstrap_servers,
         "config_storage_topic": unique_topic("configs"),
         "consumer_session_timeout_ms": 6000,
@@ -464,8 +467,22 @@ def test_kill_9_mid_stream_on_kafka_loses_nothing_and_bounds_duplicates(tmp_path
     expected = {f"line-{i:06d}" for i in range(total)}
     worker = connect_standalone(tmp_path, cfg, src, snk)
     try:
-        # a count of lines is reached early by the replayed duplicates: wait for every distinct line
-        wait_until(lambda: expected <= set(_lines(tmp_path / "test.sink.txt")), 120, what="every line after restart")
+        # Every distinct line may be in the file already (a kill before the sink's first commit): done only
+        # once the restarted worker runs and its sink has committed the topic's end, i.e. its replay is over
+        # (a stop during the replay would leave the file short of it, and a SIGTERM during start-up, exit -15).
+        wait_until(lambda: worker.log().count("standalone worker started") == 2 or not worker.alive(), 60,
+                   what="the restarted worker")
+        backend = open_log_backend({"bootstrap.servers": kafka.bootstrap_servers})
+        admin = backend.admin()
+        try:
+            def sink_caught_up() -> bool:
+                end = admin.describe_topic(topic).offsets[0][1]
+                committed = admin.list_group_offsets("connect-file-sink").get(TopicPartition(topic, 0), 0)
+                return end > 0 and committed == end and expected <= set(_lines(tmp_path / "test.sink.txt"))
+            wait_until(sink_caught_up, 120, interval=0.5, what="every line and the sink's commit of the topic end")
+        finally:
+            admin.close()
+            backend.close()
     finally:
         # a clean stop ends every write, so a straggling duplicate is in the file before the count
         assert worker.terminate() == 0, worker.log()

@@ -30,6 +30,7 @@ from connect.log import open_log_backend
 from connect.log.api import NewTopic
 from services.base import free_port
 from tests.support import (
+    STRING_CONVERTERS,
     RestWorker,
     connect_standalone,
     drain,
@@ -160,7 +161,9 @@ def _sink_kill9_and_replay(tmp: Path, uri: str, n: int) -> None:
     _produce(tmp, "maps", maps)
     _produce(tmp, "numbers", numbers)
     names = list(SINK_TYPES)
-    worker_cfg = worker_properties(tmp)
+    # the topics hold raw values this test produces or reads itself (STRING_CONVERTERS); connectors that
+    # need JSON set it on their own config
+    worker_cfg = worker_properties(tmp, **STRING_CONVERTERS)
     connectors = [_sink_props(tmp, name, uri) for name in names]
     worker = connect_standalone(tmp, worker_cfg, *connectors)
     try:
@@ -212,7 +215,9 @@ def _stream_kill9_twice(tmp: Path, uri: str, total: int, seconds: float) -> None
         "name": "stream-source", "connector.class": "com.redis.kafka.connect.RedisStreamSourceConnector",
         "tasks.max": 1, "redis.uri": uri, "redis.stream.name": "orders", "topic": "orders-topic", "batch.size": 1000,
     })
-    worker_cfg = worker_properties(tmp)
+    # the topics hold raw values this test produces or reads itself (STRING_CONVERTERS); connectors that
+    # need JSON set it on their own config
+    worker_cfg = worker_properties(tmp, **STRING_CONVERTERS)
     added: list[str] = []
     done = threading.Event()
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from connect.log import open_log_backend
-from tests.support import RestWorker, wait_until
+from tests.support import STRING_CONVERTERS, RestWorker, wait_until
 
 CONNECTORS = 300
 IDLE_SECONDS = 10.0
@@ -37,7 +37,8 @@ def _all_running(c: httpx.Client) -> bool:
 
 @pytest.mark.slow  # 300 connectors created over REST, then 10 s of idling
 def test_three_hundred_idle_connectors_cost_little_cpu_and_each_delivers(tmp_path):
-    w = RestWorker(tmp_path, connector_allowed_paths=str(tmp_path)).start()
+    # the records are raw text another process appends (STRING_CONVERTERS), not JSON
+    w = RestWorker(tmp_path, connector_allowed_paths=str(tmp_path), **STRING_CONVERTERS).start()
     try:
         assert w.proc is not None and w.proc.proc is not None
         pid = w.proc.proc.pid

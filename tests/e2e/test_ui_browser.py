@@ -20,7 +20,7 @@ import bcrypt
 import httpx
 import pytest
 
-from tests.support import REPO, RestWorker, connect_standalone, wait_until
+from tests.support import REPO, STRING_CONVERTERS, RestWorker, connect_standalone, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -70,7 +70,8 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestWorker]:
     (plugins / "ui_failing.py").write_text(FAILING_PLUGIN)
     # automatic restarts on: the first comes at once, the second not within the test, so a failing task
     # shows one try made and the next one planned
-    w = RestWorker(tmp, **{"plugin.path": plugins, "task.restart.enabled": "true",
+    # the tests append raw text records themselves (STRING_CONVERTERS), not JSON
+    w = RestWorker(tmp, **STRING_CONVERTERS, **{"plugin.path": plugins, "task.restart.enabled": "true",
                            "task.restart.initial.delay.ms": 200, "task.restart.multiplier": 3000,
                            "task.restart.max.delay.ms": 3_600_000, "task.restart.max.tries": 3}).start()
     yield w

@@ -63,7 +63,9 @@ def rest_base_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
         return
     work = tmp_path_factory.mktemp("standalone")
     port = free_port()
-    proc = connect_standalone(work, worker_properties(work, port))
+    # the tests' connectors name files in other temp folders of the session (the fuzz run's, for one)
+    proc = connect_standalone(work, worker_properties(work, port,
+                                                      connector_allowed_paths=tmp_path_factory.getbasetemp()))
     try:
         wait_until(lambda: rest_ready(port) or not proc.alive(), 60, what="connect-standalone REST")
         assert proc.alive(), proc.log()
