@@ -352,7 +352,8 @@ def test_bad_records_go_to_the_dlq_or_fail_the_task_naming_them(tmp_path, redis_
     zset_sink = write_properties(tmp_path / "zset.properties", {
         "name": "bad-zset", "connector.class": "RedisSink", "topics": "scores", "redis.uri": redis_service.uri,
         "redis.type": "ZSET", "redis.keyspace": "bad-zset"})
-    worker = RestWorker(tmp_path, hash_sink, zset_sink).start()
+    # the scores are raw numbers as text (STRING_CONVERTERS); the hash sink sets JSON on its own config
+    worker = RestWorker(tmp_path, hash_sink, zset_sink, **STRING_CONVERTERS).start()
     try:
         with worker.http() as http:
             def zset_failed() -> str | None:

@@ -20,7 +20,14 @@ import bcrypt
 import httpx
 import pytest
 
-from tests.support import REPO, STRING_CONVERTERS, RestWorker, connect_standalone, wait_until
+from tests.support import (
+    FAST_OFFSET_FLUSH,
+    REPO,
+    STRING_CONVERTERS,
+    RestWorker,
+    connect_standalone,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -70,8 +77,9 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestWorker]:
     (plugins / "ui_failing.py").write_text(FAILING_PLUGIN)
     # automatic restarts on: the first comes at once, the second not within the test, so a failing task
     # shows one try made and the next one planned
-    # the tests append raw text records themselves (STRING_CONVERTERS), not JSON
-    w = RestWorker(tmp, **STRING_CONVERTERS, **{"plugin.path": plugins, "task.restart.enabled": "true",
+    # the tests append raw text records themselves (STRING_CONVERTERS), not JSON, and the page shows offsets once
+    # committed: within the page's few-second waits (FAST_OFFSET_FLUSH), not the shipped 10 s
+    w = RestWorker(tmp, **STRING_CONVERTERS, **FAST_OFFSET_FLUSH, **{"plugin.path": plugins, "task.restart.enabled": "true",
                            "task.restart.initial.delay.ms": 200, "task.restart.multiplier": 3000,
                            "task.restart.max.delay.ms": 3_600_000, "task.restart.max.tries": 3}).start()
     yield w
