@@ -470,9 +470,12 @@ def test_a_starting_worker_answers_get_root_only_once_it_takes_writes_as_java_do
                     for s in sides.values()))
     for side in sides.values():
         assert side.write_after_root == 201, f"{side.label}: GET / answered 200, then a POST got {side.write_after_root}"
-        for code, body in side.health:
-            # KIP-1017 on both: 503 with the starting body (or Jetty's 404 before Java registers its resources)
-            assert code == 404 or (code == 503 and body["status"] == "starting"), (side.label, code, body)
+        for i, (code, body) in enumerate(side.health):
+            # KIP-1017 on both: 503 with the starting body (or Jetty's 404 before Java registers its resources);
+            # the last look may already find it healthy (Java's /health can be ready a moment before its GET /)
+            last = i == len(side.health) - 1
+            assert (code == 404 or (code == 503 and body["status"] == "starting")
+                    or (last and code == 200 and body["status"] == "healthy")), (side.label, code, body)
     assert set(sides["Java"].root_codes) <= {404, 503}, sides["Java"].root_codes
     assert set(sides["Headrace"].root_codes) <= {503}, sides["Headrace"].root_codes
     assert all(v is not None and v.isdigit() for v in sides["Headrace"].root_retry_after), sides["Headrace"]
