@@ -143,10 +143,16 @@ class FileStreamSinkTask(SinkTask):
         if self._filename is None:
             sys.stdout.flush()
             return
-        if self._out is None:
+        out = self._out
+        if out is None:
             return  # stopped: stop() already made everything durable
-        self._out.flush()
-        os.fsync(self._out.fileno())
+        try:
+            out.flush()
+            os.fsync(out.fileno())
+        except (ValueError, OSError):
+            if out.closed:
+                return  # closed meanwhile by stop() on another thread, which flushed and synced it first
+            raise
         if self._sync_directory:
             self._fsync_directory()
             self._sync_directory = False

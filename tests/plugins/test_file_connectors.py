@@ -308,6 +308,26 @@ def test_sink_appends_lines_and_skips_nulls(tmp_path: Path, monkeypatch: pytest.
     assert path.read_bytes().endswith(b"\nb\n")
 
 
+def test_a_flush_racing_the_stop_finds_the_file_durable_not_an_error(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runtime may commit (flush) on the task thread while stop() closes the file on another: the flush
+    that finds the file closed under it has nothing left to do (stop flushed and synced it first)."""
+    path = tmp_path / "out.txt"
+    task = FileStreamSinkTask()
+    task.start({"file": str(path), "topics": "t"})
+    task.put([sink_record("a")])
+    real_fsync = os.fsync
+
+    def stop_then_fsync(fd: int) -> None:  # stop() wins the race between the flush's check and its fsync
+        monkeypatch.setattr(os, "fsync", real_fsync)
+        task.stop()
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", stop_then_fsync)
+    task.flush({TopicPartition("t", 0): 1})
+    assert path.read_bytes() == b"a\n"
+
+
 def test_sink_writes_a_column_batch_without_reading_records(tmp_path: Path) -> None:
     path = tmp_path / "out.txt"
     task = FileStreamSinkTask()
