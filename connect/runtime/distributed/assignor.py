@@ -111,11 +111,15 @@ class IncrementalCooperativeAssignor:
         current = {m: _reported(md) for m, md in members.items()}
         if set(self._previous) - set(members) and not (set(self._previous) & set(members)):
             self._previous = {}  # a new leader, or a group that changed completely: start from what runs
-        previous = _union(self._previous.values()) | self._held if self._previous else _union(current.values())
         active = _union(current.values())
+        previous = _union(self._previous.values()) | self._held if self._previous else active
+        # Only the work of members that left is lost and held for the delay. Work a present member was given but
+        # does not report (the round that gave it was cut short by the next join, as when workers come back one
+        # after another) is given out again at once.
+        departed = _union(w for m, w in self._previous.items() if m not in members)
         deleted = (previous | active) - configured
-        lost = previous - active - deleted
-        created = configured - previous - active
+        lost = (departed | self._held) - active - deleted
+        created = configured - active - lost
 
         revoked: dict[str, _Work] = {m: current[m] & deleted for m in members}
         seen = _Work()

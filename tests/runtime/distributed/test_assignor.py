@@ -204,3 +204,19 @@ def test_eager_assigns_everything_round_robin():
     assert out["a"].connectors == ("x",) and out["b"].connectors == ("y",)
     assert sorted(len(a.tasks) for a in out.values()) == [2, 2]
     assert all(a.version == 0 and a.config_offset == 4 for a in out.values())
+
+
+def test_work_given_in_a_round_cut_short_by_the_next_join_is_given_out_again_at_once():
+    # After an outage every worker comes back as a new member, one after another: the first forms the group
+    # alone and is given everything, but the next join starts a new round before it starts any of it, so it
+    # reports nothing. That work was never lost by a departed worker: it must not wait the scheduled delay.
+    g = Group(300_000, "a")
+    g.round({"c1": 6})
+    assert len(g.held["a"][1]) == 6
+    g.held["a"] = (set(), set())  # the round was cut short: "a" started none of it
+    g.join("b")
+    out = g.round({"c1": 6})
+    assert all(a.delay_ms == 0 for a in out.values()), out
+    assert sum(len(a.tasks) for a in out.values()) == 6
+    g.settle({"c1": 6})
+    g.check_no_duplicates({"c1": 6})
