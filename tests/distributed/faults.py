@@ -10,10 +10,13 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from connect.log import open_log_backend
+from connect.log.api import NewTopic
 from tests.distributed.multihost import NamespacedKafka, NamespacedWorker, Network, status
 from tests.support import wait_until
 
@@ -133,3 +136,27 @@ def post_from_inside(worker: NamespacedWorker, name: str, config: dict[str, str]
         f"{worker.url}/connectors"]), capture_output=True, text=True, timeout=170)
     body, _, code = done.stdout.rpartition("\n")
     out.update(code=int(code) if code.isdigit() else 0, body=body or done.stderr, ended_s=time.monotonic() - sent)
+
+
+def create_topic(broker: NamespacedKafka, topic: str, partitions: int) -> None:
+    """``topic`` on the harness's broker (replication 1: one broker)."""
+    backend = open_log_backend({"bootstrap.servers": broker.bootstrap_servers})
+    try:
+        admin = backend.admin()
+        admin.create_topic(NewTopic(topic, partitions, 1))
+        admin.close()
+    finally:
+        backend.close()
+
+
+def assert_status_matches_logs(workers: list[NamespacedWorker], views: Iterable[dict[str, Any]]) -> None:
+    """Each connector and task a status body places on a worker runs there, by that worker's own log."""
+    by_id = {w.worker_id: w for w in workers}
+    for body in views:
+        name = body["name"]
+        assert runs(by_id[body["connector"]["worker_id"]], f"[{name}] Starting connector",
+                    f"[{name}] Connector stopped"), (name, body["connector"])
+        for task in body["tasks"]:
+            task_id = f"{name}-{task['id']}"
+            assert runs(by_id[task["worker_id"]], f"Starting task {task_id}", task_id), (
+                f"the status says {task_id} runs on {task['worker_id']}, whose log says it does not")

@@ -25,12 +25,13 @@ import pytest
 
 from connect.api import TopicPartition
 from connect.log import open_log_backend
-from connect.log.api import LogBackend, LogError, NewTopic
+from connect.log.api import LogBackend, LogError
 from tests.distributed.faults import (
     FLUSH_S,
     HEARTBEAT_S,
     SESSION_S,
     LineFeed,
+    create_topic,
     kafka_view,
     leader_of,
     settled,
@@ -178,9 +179,7 @@ def pipeline(multihost_network, multihost_broker, tmp_path_factory) -> Iterator[
     p: Pipeline | None = None
     try:
         topic = f"mh-bounce-{uuid.uuid4().hex[:8]}"
-        admin = backend.admin()
-        admin.create_topic(NewTopic(topic, PARTITIONS, 1))
-        admin.close()
+        create_topic(multihost_broker, topic, PARTITIONS)
         source_file, sink_file = root / "in.txt", root / "out.txt"
         source_file.touch()
         with leader_of(workers).http() as http:

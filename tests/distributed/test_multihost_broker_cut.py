@@ -19,17 +19,16 @@ from typing import Any
 
 import pytest
 
-from connect.log import open_log_backend
-from connect.log.api import NewTopic
 from tests.distributed.faults import (
     FLUSH_S,
     HEARTBEAT_S,
     SESSION_S,
     LineFeed,
+    assert_status_matches_logs,
+    create_topic,
     kafka_view,
     leader_of,
     running,
-    runs,
     seconds,
     settled,
     start_cluster,
@@ -63,11 +62,7 @@ def test_the_broker_cut_off_from_every_worker_for_30_s_loses_nothing_and_work_re
     feed: LineFeed | None = None
     try:
         topic = f"mh-lines-{uuid.uuid4().hex[:8]}"
-        backend = open_log_backend({"bootstrap.servers": multihost_broker.bootstrap_servers})
-        admin = backend.admin()
-        admin.create_topic(NewTopic(topic, 6, 1))
-        admin.close()
-        backend.close()
+        create_topic(multihost_broker, topic, 6)
         source_file, sink_file, paused_file = tmp_path / "in.txt", tmp_path / "out.txt", tmp_path / "paused.txt"
         source_file.touch()
         leader = leader_of(workers)
@@ -151,15 +146,7 @@ def test_the_broker_cut_off_from_every_worker_for_30_s_loses_nothing_and_work_re
         assert all(n <= 6 for n in rebalances_after.values()), rebalances_after
 
         # the status is true: each connector and task RUNNING on the worker whose log says it runs there
-        by_id = {w.worker_id: w for w in workers}
-        for body in views.values():
-            name = body["name"]
-            assert runs(by_id[body["connector"]["worker_id"]], f"[{name}] Starting connector",
-                        f"[{name}] Connector stopped"), (name, body["connector"])
-            for task in body["tasks"]:
-                task_id = f"{name}-{task['id']}"
-                assert runs(by_id[task["worker_id"]], f"Starting task {task_id}", task_id), (
-                    f"the status says {task_id} runs on {task['worker_id']}, whose log says it does not")
+        assert_status_matches_logs(workers, views.values())
         # and the paused connector kept its state
         for w in workers:
             body = status(w, "lines-paused")

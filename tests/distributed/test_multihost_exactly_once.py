@@ -16,14 +16,14 @@ from typing import Any
 import httpx
 import pytest
 
-from connect.log import open_log_backend, open_log_reader
-from connect.log.api import NewTopic
+from connect.log import open_log_reader
 from connect.runtime.properties import load_config_file
 from tests.distributed.faults import (
     HEARTBEAT_S,
     SESSION_S,
     LineFeed,
     cluster_names,
+    create_topic,
     leader_of,
     post_from_inside,
     running,
@@ -87,11 +87,7 @@ def test_a_cut_worker_running_an_exactly_once_source_is_fenced_and_every_line_is
     feed: LineFeed | None = None
     try:
         topic = f"mh-eos-{uuid.uuid4().hex[:8]}"
-        backend = open_log_backend({"bootstrap.servers": multihost_broker.bootstrap_servers})
-        admin = backend.admin()
-        admin.create_topic(NewTopic(topic, 1, 1))  # one partition: the committed lines must also keep their order
-        admin.close()
-        backend.close()
+        create_topic(multihost_broker, topic, 1)  # one partition: the committed lines must also keep their order
         source_file = tmp_path / "in.txt"
         source_file.touch()
         with leader_of(workers).http() as http:

@@ -21,19 +21,18 @@ from typing import Any
 import httpx
 import pytest
 
-from connect.log import open_log_backend
-from connect.log.api import NewTopic
 from connect.runtime.properties import load_config_file
 from tests.distributed.faults import (
     FLUSH_S,
     HEARTBEAT_S,
     SESSION_S,
     LineFeed,
+    assert_status_matches_logs,
+    create_topic,
     kafka_view,
     leader_of,
     post_from_inside,
     running,
-    runs,
     seconds,
     settled,
     start_cluster,
@@ -86,11 +85,7 @@ def test_a_worker_cut_off_for_60_s_stops_its_tasks_and_its_work_moves_then_it_re
     feed: LineFeed | None = None
     try:
         topic = f"mh-lines-{uuid.uuid4().hex[:8]}"
-        backend = open_log_backend({"bootstrap.servers": multihost_broker.bootstrap_servers})
-        admin = backend.admin()
-        admin.create_topic(NewTopic(topic, 6, 1))
-        admin.close()
-        backend.close()
+        create_topic(multihost_broker, topic, 6)
         source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
         source_file.touch()
         leader = leader_of(workers)
@@ -175,15 +170,7 @@ def test_a_worker_cut_off_for_60_s_stops_its_tasks_and_its_work_moves_then_it_re
             return views
 
         views = wait_until(agreed, 90, 0.5, what="the same status on every worker")
-        by_id = {w.worker_id: w for w in workers}
-        for body in views.values():
-            name = body["name"]
-            assert runs(by_id[body["connector"]["worker_id"]], f"[{name}] Starting connector",
-                         f"[{name}] Connector stopped"), (name, body["connector"])
-            for task in body["tasks"]:
-                task_id = f"{name}-{task['id']}"
-                assert runs(by_id[task["worker_id"]], f"Starting task {task_id}", task_id), (
-                    f"the status says {task_id} runs on {task['worker_id']}, whose log says it does not")
+        assert_status_matches_logs(workers, views.values())
 
         written = feed.stop()
         expected = {f"line-{i}" for i in range(written)}
