@@ -168,11 +168,13 @@ def main() -> None:
     n = args.records
     print(f"python {sys.version.split()[0]}, {n:,} records, batches of {args.batch}, best of {args.rounds} rounds")
     print("records per CPU-second of this thread (wall time varies with the machine's load):")
-    print(f"{'path':<8} {'convert rec/s':>13} {'smt rec/s':>12} {'sink rec/s':>12} {'total rec/s':>12}")
+    print(f"{'path':<8} {'convert rec/s':>13} {'smt rec/s':>12} {'sink rec/s':>12} {'total rec/s':>12} "
+          f"{'us/record':>10}")
     for kind in ("string", "json"):
         s = best[kind]
         total = sum(s.values())
-        print(f"{kind:<8} {rate(n, s['convert']):>13} {rate(n, s['transforms'])} {rate(n, s['sink'])} {rate(n, total)}")
+        print(f"{kind:<8} {rate(n, s['convert']):>13} {rate(n, s['transforms'])} {rate(n, s['sink'])} {rate(n, total)} "
+              f"{total / n * 1e6:>10.2f}")
     ratio = sum(best["json"].values()) / sum(best["string"].values())
     print(f"json path costs {ratio:.1f}x the string baseline")
 

@@ -4,7 +4,8 @@ Lists print as ``[a, b]``, maps as ``{k=v, k2=v2}``, null as ``null``, booleans 
 Kafka's JsonConverter reads a JSON object into a ``java.util.HashMap``, so a map prints in that table's
 bucket order rather than in insertion order; ``hash_map_order`` reproduces it for string and integer
 keys (the keys a converter produces), so a sink file matches Kafka Connect's byte for byte; the order
-is worked out once per set of string keys and cached. Numbers print as ``Double.toString`` and
+is worked out once per set of string keys and cached, and ``java_texts`` prints a batch of maps sharing
+a key set column by column. Numbers print as ``Double.toString`` and
 ``BigDecimal.toString`` print them. Timestamps, dates and times print as ``java.util.Date`` does, in UTC.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import decimal as _decimal
 import functools
+import itertools
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -37,8 +39,10 @@ __all__ = [
     "java_date_string",
     "java_hash_code",
     "java_iteration_order",
+    "java_texts",
     "java_to_string",
     "layout_of",
+    "plain_order",
 ]
 
 _MASK32 = 0xFFFFFFFF
@@ -269,9 +273,10 @@ def _list_text(value: list[Any] | tuple[Any, ...]) -> str:
 
 
 # A map's keys, in HashMap order, with each key's printed prefix ("key="), a getter for its values in that
-# order, and the keys in that order. Records of one topic mostly share one key set, so the order is worked
-# out once per key set (and way of building the map) rather than once per record.
-_Layout = tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]], tuple[str, ...]]
+# order, the keys in that order, and the texts that go before each value and after the last. Records of one
+# topic mostly share one key set, so the order is worked out once per key set (and way of building the
+# map) rather than once per record.
+_Layout = tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]], tuple[str, ...], tuple[str, ...]]
 
 # Bounds on what the cache holds: at most this many key sets, each of at most so many keys and characters
 # (a map with more is laid out afresh each time; its values cost more to print than its order anyway).
@@ -293,15 +298,24 @@ def _string_key_layout(keys: tuple[Any, ...], java_layout: JavaLayout | None = N
         return None
     ordered = tuple(_java_order(keys, java_layout))
     prefixes = tuple(k + "=" for k in ordered)
+    # the text before each value and after the last, for printing a batch of maps column by column
+    between = ("{" + prefixes[0], *[", " + prefix for prefix in prefixes[1:]], "}") if prefixes else ("{}",)
     if len(ordered) == 1:
         only = ordered[0]
-        return prefixes, lambda m: (m[only],), ordered
-    return prefixes, operator.itemgetter(*ordered), ordered
+        return prefixes, lambda m: (m[only],), ordered, between
+    return prefixes, operator.itemgetter(*ordered), ordered, between
 
 
 def _java_order(keys: tuple[Any, ...], java_layout: JavaLayout | None) -> list[Any]:
     if java_layout is None:
         return hash_map_order(keys)
+    inserted, capacity = _java_table(keys, java_layout)
+    return hash_map_order(keys if inserted is None else inserted, capacity)
+
+
+def _java_table(keys: tuple[Any, ...], java_layout: JavaLayout) -> tuple[tuple[Any, ...] | None, int]:
+    """The order in which Java put ``keys`` into the map ``java_layout`` describes (None: the dict's own
+    order) and that map's capacity (``LINKED`` for a LinkedHashMap)."""
     kind, spec = java_layout.kind, java_layout.spec
     inserted: tuple[Any, ...] | None
     if kind == COPIED:
@@ -321,14 +335,29 @@ def _java_order(keys: tuple[Any, ...], java_layout: JavaLayout | None) -> list[A
     else:
         capacity, (inserted,) = kind, spec
     if inserted is None:
-        return hash_map_order(keys, capacity)
+        return None, capacity
     if len(inserted) != len(keys) or not set(keys).issuperset(inserted):
         # the map was changed after its maker laid it out: keys Java never put go last, as puts would
         present, known = set(keys), set(inserted)
         inserted = tuple(k for k in inserted if k in present) + tuple(k for k in keys if k not in known)
         if capacity != LINKED:
             capacity = hash_map_capacity(len(keys), start=capacity)
-    return hash_map_order(inserted, capacity)
+    return inserted, capacity
+
+
+def plain_order(keys: Sequence[Any], java_layout: JavaLayout) -> tuple[str, ...] | None:
+    """The order in which a plain dict holding ``keys`` stands for the same Java map as a ``JavaMap``
+    holding them (in this order) laid out as ``java_layout`` says: that map's iteration order, when it has
+    as many buckets as a ``new HashMap<>()`` of as many keys (the dict filled in that order then has the same
+    keys in each bucket in the same order); None when it has not. A map made in this order can be a plain
+    dict, which costs less to make and to print. Worked out for a key set, not per record."""
+    keys = tuple(keys)
+    if not all(type(k) is str for k in keys):  # Python takes 1 and True for one key, Java does not
+        return None
+    inserted, capacity = _java_table(keys, java_layout)
+    if capacity != hash_map_capacity(len(keys)):  # a LinkedHashMap's (LINKED) never equals a HashMap's
+        return None
+    return tuple(hash_map_order(keys if inserted is None else inserted, capacity))
 
 
 def layout_of(value: Mapping[Any, Any]) -> JavaLayout | None:
@@ -368,8 +397,105 @@ def _map_text(value: Mapping[Any, Any]) -> str:
         java_layout = getattr(value, "java_layout", None) if type(value) is JavaMap else None
         ordered = _java_order(keys, java_layout)
         return "{" + ", ".join([f"{java_to_string(k)}={java_to_string(value[k])}" for k in ordered]) + "}"
-    prefixes, values_in_order, _ = layout
+    prefixes, values_in_order, _, _ = layout
     return "{" + ", ".join(map(operator.add, prefixes, _texts(values_in_order(value)))) + "}"
+
+
+_JAVA_LAYOUT = operator.attrgetter("java_layout")
+
+# A group of maps this small is printed map by map: printing by columns costs a few calls per key
+_COLUMNS_FROM = 4
+
+
+def java_texts(values: Sequence[Any], other: Callable[[Any], str] = java_to_string) -> list[str]:
+    """``[java_to_string(v) for v in values]`` (``other`` printing what is neither a str nor a plain map),
+    made a batch at a time: maps sharing a key set (and way of being built) are printed column by column,
+    each column's values by one printer when they share a type, so that most of the work runs in C."""
+    kinds = set(map(type, values))
+    if kinds == {str}:
+        return list(values)
+    texts: list[Any] = list(values)
+    # the maps, grouped by key set: a plain dict's by its keys, a JavaMap's by its keys and layout
+    plain: dict[tuple[Any, ...], list[int]] = {}
+    laid_out: dict[tuple[Any, ...], list[int]] = {}
+    count = len(values)
+    if count and len(kinds) == 1 and (dict in kinds or JavaMap in kinds):
+        key_sets = list(map(tuple, values))
+        first = key_sets[0]
+        if key_sets.count(first) == count:  # the usual batch: one key set
+            if dict in kinds:
+                plain[first] = list(range(count))
+            else:
+                try:
+                    layouts = list(map(_JAVA_LAYOUT, values))
+                except AttributeError:  # a JavaMap made without a layout: the loop below takes it
+                    pass
+                else:
+                    if layouts.count(layouts[0]) == count:
+                        laid_out[first, layouts[0]] = list(range(count))
+    if not plain and not laid_out:
+        for i, value in enumerate(values):
+            kind = type(value)
+            if kind is str:
+                continue
+            if kind is dict:
+                group = plain.setdefault(tuple(value), [])
+            elif kind is JavaMap:
+                group = laid_out.setdefault((tuple(value), getattr(value, "java_layout", None)), [])
+            else:
+                texts[i] = other(value)
+                continue
+            group.append(i)
+    for keys, members in plain.items():
+        _print_group(values, members, keys, texts)
+    for (keys, _), members in laid_out.items():
+        _print_group(values, members, keys, texts)
+    return texts
+
+
+def _print_group(values: Sequence[Any], members: list[int], keys: tuple[Any, ...], texts: list[Any]) -> None:
+    """Puts into ``texts`` the printed maps of ``values`` at ``members``, which have ``keys`` and one way
+    of being built."""
+    maps = [values[i] for i in members]
+    layout = _layout_of(maps[0], keys) if keys and len(members) >= _COLUMNS_FROM else None
+    if layout is None:  # few, empty, or keys not all str (Python takes 1 and True for one key, Java does not)
+        for i, value in zip(members, maps, strict=True):
+            texts[i] = _map_text(value)
+        return
+    _, _, ordered, between = layout
+    # each line joined from the texts between the values and the values' texts, taken a column at a time
+    pieces: list[Iterable[str]] = []
+    for text, key in zip(between, ordered, strict=False):  # between has one more: the text after the last value
+        pieces.append(itertools.repeat(text))
+        pieces.append(_column_texts(list(map(operator.itemgetter(key), maps))))
+    pieces.append(itertools.repeat(between[-1]))
+    for i, line in zip(members, map("".join, zip(*pieces, strict=False)), strict=False):  # the repeats never end
+        texts[i] = line
+
+
+def _column_texts(column: list[Any]) -> Iterable[str]:
+    """Each value's text; by one printer when the values share a type."""
+    kinds = set(map(type, column))
+    if len(kinds) == 1:
+        kind = kinds.pop()
+        if kind is str:
+            return column
+        if kind is int:
+            return map(int.__repr__, column)
+        if kind is float:
+            return _doubles_text(column)
+        if kind is bool:
+            return map(_BOOL_TEXT, column)
+    return _texts(column)
+
+
+def _doubles_text(column: list[float]) -> Iterable[str]:
+    # Python's repr lays out zero and 1e-3 <= |x| < 1e7 as Double.toString does; a NaN makes the sum a NaN
+    magnitudes = list(map(abs, column))
+    total = sum(column)
+    if total == total and max(magnitudes) < 1e7 and min(filter(None, magnitudes), default=1.0) >= 1e-3:
+        return map(float.__repr__, column)
+    return map(_double_text, column)
 
 
 def _double_text(value: float) -> str:
@@ -384,10 +510,12 @@ class _Printers(dict[type, Callable[[Any], str]]):
         return java_to_string
 
 
+_BOOL_TEXT = {True: "true", False: "false"}.__getitem__
+
 _PRINTERS = _Printers({
     str: str.__str__,
     int: int.__repr__,
-    bool: {True: "true", False: "false"}.__getitem__,
+    bool: _BOOL_TEXT,
     type(None): {None: "null"}.__getitem__,
     float: _double_text,
     dict: _map_text,

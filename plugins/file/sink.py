@@ -31,7 +31,7 @@ from connect.api import (
     Task,
     TopicPartition,
 )
-from connect.api.java_text import java_to_string
+from connect.api.java_text import java_texts, java_to_string
 from connect.api.version import distribution_version
 
 __all__ = ["FileStreamSinkConnector", "FileStreamSinkTask"]
@@ -86,6 +86,9 @@ class FileStreamSinkConnector(SinkConnector):
         return True  # the file holds no offsets of its own, so any change is fine
 
 
+_STR_ONLY = {str}
+
+
 def _line(value: Any) -> str:
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).decode("utf-8", "replace")
@@ -106,7 +109,9 @@ class FileStreamSinkTask(SinkTask):
     def start(self, props: Mapping[str, str]) -> None:
         self._filename = AbstractConfig(CONFIG_DEF, props).get_string(FILE_CONFIG) or None
         if self._filename is None:
-            log.info("FileStreamSinkTask writing to stdout")
+            # a warning: in a worker, stdout is rarely what was meant (a misspelt "file", say)
+            log.warning("[%s] FileStreamSink has no %s setting: writing to standard output", props.get("name", ""),
+                        FILE_CONFIG)
             return
         try:
             created = not os.path.exists(self._filename)
@@ -120,7 +125,10 @@ class FileStreamSinkTask(SinkTask):
     def put(self, records: Sequence[SinkRecord]) -> None:
         # a SinkRecordBatch gives its values without making a record per value
         values = records.values if isinstance(records, SinkRecordBatch) else [r.value for r in records]
-        lines = [v if type(v) is str else _line(v) for v in values if v is not None]
+        if set(map(type, values)) == _STR_ONLY:  # the usual batch of a StringConverter: lines as they are
+            lines = list(values)
+        else:  # printed as a batch: maps sharing a key set are laid out once and printed column by column
+            lines = java_texts([v for v in values if v is not None], _line)
         if not lines:
             return
         lines.append("")  # so the joined text ends with a newline

@@ -14,7 +14,13 @@ from typing import Any, ClassVar, TypeVar
 from connect.api import ConfigDef, ConnectHeaders, ConnectRecord, Schema, SinkRecordBatch, Transformation
 from connect.api.version import distribution_version
 
-__all__ = ["BuiltinTransformation", "KeyOrValueTransformation", "key_value_variants", "schemaless"]
+__all__ = [
+    "BuiltinTransformation",
+    "KeyOrValueTransformation",
+    "key_value_variants",
+    "one_key_set",
+    "schemaless",
+]
 
 
 _R = TypeVar("_R", bound=ConnectRecord)
@@ -25,6 +31,23 @@ def schemaless(schemas: list[Schema | None]) -> bool:
     """Whether no entry of a schemas column has a schema. The first entry is looked at alone first: counting
     compares each Schema with None through Schema.__eq__, a Python call per record."""
     return not schemas or (schemas[0] is None and schemas.count(None) == len(schemas))
+
+
+def one_key_set(values: list[Any]) -> tuple[Any, ...] | None:
+    """The keys of every value of a column of plain dicts that all hold the same keys in the same order (the
+    usual batch of one topic), else None. Found by passes in C: a transform can then work out what to do
+    once for the batch and make its maps column by column, without a Python step per record.
+
+    Python takes 1, 1.0 and True for one key where Java does not: a caller trusts an equal key set only
+    when its keys are all str."""
+    if not values or set(map(type, values)) != _PLAIN_DICT:
+        return None
+    key_sets = list(map(tuple, values))
+    first = key_sets[0]
+    return first if key_sets.count(first) == len(key_sets) else None
+
+
+_PLAIN_DICT = {dict}
 
 
 class BuiltinTransformation(Transformation[_R]):

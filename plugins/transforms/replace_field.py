@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from connect.api import (
@@ -17,8 +19,8 @@ from connect.api import (
     SchemaBuilder,
     Struct,
 )
-from connect.api.java_text import FieldSelection, JavaLayout, JavaMap, presized_layout
-from plugins.transforms._base import KeyOrValueTransformation, key_value_variants, schemaless
+from connect.api.java_text import FieldSelection, JavaLayout, JavaMap, plain_order, presized_layout
+from plugins.transforms._base import KeyOrValueTransformation, key_value_variants, one_key_set, schemaless
 from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     define_replace_null_with_default,
@@ -88,8 +90,37 @@ def _translate_deprecated(configs: Mapping[str, Any]) -> dict[str, Any]:
     return translated
 
 
-_MAPS = (dict, JavaMap)
-_PLAIN_LAYOUTS_KEPT = 1024
+_PLANS_KEPT = 1024
+
+
+class _MapPlan(NamedTuple):
+    """How ReplaceField makes the maps of one key set: their new keys, a getter of the values kept (None:
+    all, in order) and the layout of the map made (None: it prints, and stands for Java's map, as a plain
+    dict, which costs less to make and to print)."""
+
+    new_keys: tuple[str, ...]
+    kept_values: Callable[[Mapping[str, Any]], Iterable[Any]] | None
+    layout: JavaLayout | None
+
+    def make(self, value: Mapping[str, Any]) -> dict[str, Any]:
+        """The map made of ``value``, which has this plan's key set."""
+        kept = value.values() if self.kept_values is None else self.kept_values(value)
+        if self.layout is None:
+            return dict(zip(self.new_keys, kept, strict=False))  # as many values as keys: the plan's key set
+        made = JavaMap(zip(self.new_keys, kept, strict=False))
+        made.java_layout = self.layout
+        return made
+
+    def make_all(self, maps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``[self.make(m) for m in maps]``, in C."""
+        kept = map(dict.values, maps) if self.kept_values is None else map(self.kept_values, maps)
+        pairs = map(zip, itertools.repeat(self.new_keys), kept)
+        if self.layout is None:
+            return list(map(dict, pairs))
+        made: list[dict[str, Any]] = list(map(JavaMap, pairs))
+        # setattr returns None, so any() runs the map to its end
+        any(map(setattr, made, itertools.repeat("java_layout"), itertools.repeat(self.layout)))
+        return made
 
 
 class _Plan(NamedTuple):
@@ -115,8 +146,10 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         self._plans = SchemaCache()
         # what a map's layout says of how Java's was filled (see connect/api/java_text.py)
         self._selection = FieldSelection({}, frozenset(), frozenset())
-        # the layouts of the maps made from plain dicts, by their key sets (all str): one lookup per record
-        self._plain_layouts: dict[tuple[str, ...], JavaLayout] = {}
+        # how maps are made, by their key sets (all str): a plain dict's by its keys, a JavaMap's by its keys
+        # and layout; one lookup per record
+        self._plain_plans: dict[tuple[str, ...], _MapPlan] = {}
+        self._laid_out_plans: dict[tuple[tuple[str, ...], JavaLayout | None], _MapPlan] = {}
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, _translate_deprecated(configs))
@@ -126,7 +159,8 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         self._replace_null_with_default = bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
         self._plans.clear()
         self._selection = FieldSelection(self._renames, self._exclude, self._include)
-        self._plain_layouts.clear()
+        self._plain_plans.clear()
+        self._laid_out_plans.clear()
 
     def _keep(self, name: str) -> bool:
         return name not in self._exclude and (not self._include or name in self._include)
@@ -136,7 +170,7 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         if value is None:
             return record
         if self._operating_schema(record) is None:
-            return self._new_record(record, None, self._replace_in_map(require_map(value, _PURPOSE)))
+            return self._new_record(record, None, self._replace_schemaless(value))
         replaced = self._replace_by_position(value) if type(value) is Struct else self._replace_in_struct(value)
         return self._new_record(record, replaced.schema, replaced)
 
@@ -160,27 +194,31 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         updated: list[Any] = []
         append = updated.append
         if schemaless(schemas):
-            replace = self._replace_in_map
+            # one plan per key set (and layout): the renamed keys and the layout worked out once, so that
+            # a map is made in C from the plan's keys and the kept values
+            keys = one_key_set(values)
+            if keys is not None:  # the usual batch: one plan, every map made by it in C
+                plan = self._plain_plans.get(keys) or self._map_plan(values[0])
+                if plan is not None:
+                    return None, plan.make_all(values)
+            plain_plans = self._plain_plans
+            laid_out_plans = self._laid_out_plans
             other = self._replace_in_other
-            if self._include or self._exclude:
-                return None, [replace(value) if type(value) in _MAPS else other(value) for value in values]
-            # renames only, the common case, written out: no call per record
-            rename = self._renames.get
-            selection = self._selection
-            plain_layouts = self._plain_layouts
             for value in values:
                 value_type = type(value)
                 if value_type is dict:
-                    renamed = JavaMap({rename(k, k): v for k, v in value.items()})
-                    layout = plain_layouts.get(tuple(value))
-                    renamed.java_layout = layout if layout is not None else self._plain_layout(value)
-                    append(renamed)
+                    plan = plain_plans.get(tuple(value))
                 elif value_type is JavaMap:
-                    renamed = JavaMap({rename(k, k): v for k, v in value.items()})
-                    renamed.java_layout = presized_layout(value, selection)
-                    append(renamed)
+                    plan = laid_out_plans.get((tuple(value), getattr(value, "java_layout", None)))
                 else:
                     append(other(value))
+                    continue
+                if plan is None:
+                    plan = self._map_plan(value)
+                    if plan is None:  # keys not all str: made as ``apply`` makes it
+                        append(self._replace_in_map(value))
+                        continue
+                append(plan.make(value))
             return None, updated
         new_schemas: list[Schema | None] = []
         add_schema = new_schemas.append
@@ -201,20 +239,62 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
                 append(made)
         return new_schemas, updated
 
+    def _replace_schemaless(self, value: Any) -> dict[str, Any]:
+        """What ``apply`` makes of a schemaless value: a map by its key set's plan, else checked and made."""
+        value_type = type(value)
+        if value_type is dict:
+            plan = self._plain_plans.get(tuple(value))
+        elif value_type is JavaMap:
+            plan = self._laid_out_plans.get((tuple(value), getattr(value, "java_layout", None)))
+        else:
+            return self._replace_in_map(require_map(value, _PURPOSE))
+        if plan is None:
+            plan = self._map_plan(value)
+            if plan is None:  # keys not all str
+                return self._replace_in_map(value)
+        return plan.make(value)
+
     def _replace_in_other(self, value: Any) -> JavaMap | None:
         """As ``apply`` for a value other than a plain dict: None stays, a dict subclass is replaced, else raise."""
         return None if value is None else self._replace_in_map(require_map(value, _PURPOSE))
 
-    def _plain_layout(self, value: dict[str, Any]) -> JavaLayout:
-        """The layout of the map made of ``value``, a plain dict, remembered by its key set."""
-        layout = presized_layout(value, self._selection)
+    def _map_plan(self, value: Mapping[str, Any]) -> _MapPlan | None:
+        """The plan of the maps with ``value``'s keys and layout, remembered; None unless every key is a str
+        (Python takes 1, 1.0 and True for one key, Java hashes them apart)."""
         keys = tuple(value)
-        # only all-str key sets: Python takes 1, 1.0 and True for one key, Java hashes them apart
-        if all(type(k) is str for k in keys):
-            if len(self._plain_layouts) >= _PLAIN_LAYOUTS_KEPT:
-                self._plain_layouts.clear()
-            self._plain_layouts[keys] = layout
-        return layout
+        if not all(type(k) is str for k in keys):
+            return None
+        # each new key with the key whose value it takes: the last one renamed to it, as a dict built in
+        # value's order keeps; a dict holds them in the order their first one comes
+        source_of = {self._renames.get(k, k): k for k in keys if self._keep(k)}
+        # Java's new HashMap<>(value.size()), filled in value's iteration order
+        presized = presized_layout(value, self._selection)
+        # when it has a new HashMap<>()'s buckets, a plain dict holding the keys in its iteration order is the
+        # same map: made so (a JsonConverter downstream then writes the keys in Java's order, too)
+        java_order = plain_order(tuple(source_of), presized)
+        layout: JavaLayout | None = None if java_order is not None else presized
+        new_keys = java_order if java_order is not None else tuple(source_of)
+        taken = tuple(source_of[k] for k in new_keys)
+        kept_values: Callable[[Mapping[str, Any]], Iterable[Any]] | None
+        if taken == keys:
+            kept_values = None
+        elif len(taken) > 1:
+            kept_values = operator.itemgetter(*taken)
+        elif taken:
+            only = taken[0]
+            kept_values = lambda m: (m[only],)  # noqa: E731
+        else:
+            kept_values = lambda m: ()  # noqa: E731
+        plan = _MapPlan(new_keys, kept_values, layout)
+        if type(value) is JavaMap:
+            plans: dict[Any, _MapPlan] = self._laid_out_plans
+            plan_key: Any = (keys, getattr(value, "java_layout", None))
+        else:
+            plans, plan_key = self._plain_plans, keys
+        if len(plans) >= _PLANS_KEPT:
+            plans.clear()
+        plans[plan_key] = plan
+        return plan
 
     def _replace_in_map(self, value: Mapping[str, Any]) -> JavaMap:
         exclude, include, renames = self._exclude, self._include, self._renames

@@ -164,3 +164,102 @@ def test_a_java_map_changed_after_it_was_laid_out_still_prints_every_key() -> No
     del changed["a"]
     changed["z"] = 3
     assert java_to_string(changed) == "{b=2, z=3}"
+
+
+def _batch_printing_cases() -> list[list[object]]:
+    """Batches as a sink meets them: one key set, several, maps laid out by transforms, and what else a
+    value can be, with the values of a column of one type or mixed."""
+    from connect.api.java_text import LINKED, JavaMap, table_layout
+
+    class Text(str):
+        def __str__(self) -> str:
+            return "not the characters"
+
+    rng = random.Random(7)
+    column_values: list[list[object]] = [
+        [0.37, 12.5, 0.0, -0.0, 9999999.0, -0.001],  # floats Python's repr prints as Java does
+        [1e7, 1e-4, float("nan"), float("inf"), -1e-7, 2.5],  # and ones it does not
+        [1, -7, 2**40, 2**70],
+        [True, False],
+        ["a", "", "é日\U0001f680", Text("t")],
+        [None, None],
+        [[1, "x"], {"in": 1, "ne": True}, decimal.Decimal("1.50")],
+        [1, "x", None, False, 2.5],
+    ]
+    cases: list[list[object]] = []
+    for column in column_values:  # one key set; every column of one kind, then of all kinds
+        cases.append([{"id": i, "amount": rng.choice(column), "country": "DE"} for i in range(40)])
+        cases.append([{"a": rng.choice(column), "b": rng.choice(column), "%s": rng.choice(column)}
+                      for _ in range(40)])
+    key_sets = [("id", "user"), ("user", "id"), ("id",), (), ("ts", "id", "user", "zz"), (1, 2), (True, 2)]
+    cases.append([{k: rng.randint(0, 9) for k in rng.choice(key_sets)} for _ in range(200)])
+    linked, presized = JavaMap({"b": 1, "a": 2}), JavaMap({"b": 3, "a": 4})
+    linked.java_layout = table_layout(LINKED)
+    presized.java_layout = table_layout(2, ("a", "b"))
+    bare = JavaMap({"b": 5, "a": 6})  # no layout: printed as a plain dict
+    cases.append([linked, presized, bare, {"b": 7, "a": 8}] * 10)
+    cases.append([linked] * 10)
+    cases.append([presized] * 9 + [linked])
+    cases.append(["line", b"bytes", 7, [1, 2], Text("t"), {"k": "v"}] * 5)
+    cases.append(["only", "strs"])
+    cases.append([])
+    return cases
+
+
+def test_a_batch_prints_as_each_value_alone() -> None:
+    from connect.api.java_text import java_texts
+
+    for values in _batch_printing_cases():
+        assert java_texts(values) == [java_to_string(v) for v in values], values
+
+
+def test_a_batch_hands_what_is_not_a_str_or_map_to_the_given_printer() -> None:
+    from connect.api.java_text import java_texts
+
+    assert java_texts([b"x", {"k": 1}, "s", 2], lambda v: f"<{v!r}>") == ["<b'x'>", "{k=1}", "s", "<2>"]
+
+
+def test_a_plain_dict_in_the_plain_order_of_a_java_map_prints_and_grows_as_it() -> None:
+    from connect.api.java_text import (
+        FieldSelection,
+        JavaMap,
+        copied_layout,
+        copy_for_puts,
+        copy_laid_out,
+        plain_order,
+        presized_layout,
+        table_layout,
+    )
+
+    rng = random.Random(11)
+    outcomes = set()
+    for _ in range(400):
+        keys = list(dict.fromkeys(_random_key(rng) for _ in range(rng.choice([1, 3, 6, 7, 12, 13, 20]))))
+        source = {k: 0 for k in rng.sample(keys, len(keys))}
+        layouts = [
+            table_layout(rng.choice([0, 2, 8, 16, 32]), tuple(rng.sample(keys, len(keys)))),
+            copied_layout(dict(list(source.items())[: rng.randint(0, len(keys))])),
+            presized_layout(source, FieldSelection({}, frozenset(), frozenset())),
+        ]
+        for layout in layouts:
+            laid_out = JavaMap({k: i for i, k in enumerate(keys)})
+            laid_out.java_layout = layout
+            order = plain_order(keys, layout)
+            outcomes.add(order is None)
+            if order is None:
+                continue
+            assert sorted(order) == sorted(keys)
+            plain = {k: laid_out[k] for k in order}
+            assert java_to_string(laid_out) == java_to_string(plain)
+            for grown in (laid_out, plain):  # a put into the map itself, then into a copy of it
+                grown["zz-put"] = 1
+            assert java_to_string(laid_out) == java_to_string(plain)
+            copies = []
+            for original in (laid_out, plain):
+                copied = copy_for_puts(original)
+                copied["after-copy"] = 2
+                copies.append(java_to_string(copy_laid_out(original, copied)))
+            assert copies[0] == copies[1]
+    assert outcomes == {True, False}
+    assert plain_order(["a", "b"], table_layout(0)) is None  # a LinkedHashMap is never a HashMap
+    assert plain_order([1, 2], table_layout(16, (2, 1))) is None  # only str keys

@@ -342,6 +342,26 @@ def test_sink_writes_a_column_batch_without_reading_records(tmp_path: Path) -> N
     assert batch._records is None  # the values were enough
 
 
+def test_sink_prints_a_batch_of_maps_line_for_line_as_each_map_alone(tmp_path: Path) -> None:
+    """A batch is printed at once (maps of one key set column by column): the lines, their order, the nulls
+    left out and the bytes decoded are what printing each value alone gives."""
+    from connect.api.java_text import java_to_string
+
+    path = tmp_path / "out.txt"
+    task = FileStreamSinkTask()
+    task.start({"file": str(path), "topics": "t"})
+    maps: list[Any] = [{"id": i, "user": f"u{i}", "amount": i / 4, "ok": i % 2 == 0, "tags": [i]} for i in range(12)]
+    values = [*maps[:6], None, b"raw \xff", "text", {"other": 1}, 1e7, *maps[6:], None]
+    batch = SinkRecordBatch()
+    n = len(values)
+    batch.add("t", 0, range(n), [0] * n, TimestampType.CREATE_TIME, [None] * n, [None] * n, [None] * n, values)
+    task.put(batch)
+    task.stop()
+    alone = [v.decode(errors="replace") if isinstance(v, bytes) else java_to_string(v) for v in values if v is not None]
+    assert path.read_text() == "".join(line + "\n" for line in alone)
+    assert path.read_text().splitlines()[0] == "{amount=0.0, id=0, ok=true, user=u0, tags=[0]}"
+
+
 def test_sink_creates_file_and_syncs_its_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "new.txt"
     synced: list[int] = []

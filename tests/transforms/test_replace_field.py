@@ -95,3 +95,24 @@ def test_bad_rename_mapping(renames):
 def test_non_map_value():
     with pytest.raises(DataException, match="field replacement"):
         configured(ReplaceField.Value, {}).apply(record(12))
+
+
+def test_a_renamed_map_that_java_iterates_as_a_plain_dicts_is_made_a_plain_dict():
+    from connect.api.java_text import JavaMap, java_to_string
+
+    # issue #37's records: 7 keys, so Java's new HashMap<>(7) grows to the 16 buckets of a new HashMap<>():
+    # a plain dict holding the keys in that map's order is the same map, and costs less to make and print
+    value = {"id": 1, "user": "u", "amount": 0.5, "country": "DE", "ts": 17, "ok": True, "source": "bench"}
+    renames = configured(ReplaceField.Value, {"renames": "amount:value,ts:event_time"})
+    # 6 of 7 kept: Java's table has 8 buckets, a plain dict's 16, so the map keeps its layout
+    excludes = configured(ReplaceField.Value, {"exclude": "ok"})
+    for transform, kind in ((renames, dict), (excludes, JavaMap)):
+        records = [record(dict(value)) for _ in range(5)]
+        made = [transform.apply(records[0]).value, *(r.value for r in transform.apply_batch(records))]
+        assert [type(m) for m in made] == [kind] * 6
+        assert len({java_to_string(m) for m in made}) == 1
+    # as Kafka Connect's FileStreamSink prints it (the text Headrace printed with a JavaMap before), and held
+    # in that order, in which Kafka's JsonConverter writes the map
+    renamed = renames.apply(record(value)).value
+    assert java_to_string(renamed) == "{country=DE, id=1, source=bench, ok=true, value=0.5, user=u, event_time=17}"
+    assert list(renamed) == ["country", "id", "source", "ok", "value", "user", "event_time"]
