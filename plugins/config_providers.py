@@ -9,6 +9,7 @@ step outside an allowed folder.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -73,16 +74,17 @@ class FileConfigProvider(ConfigProvider):
 class EnvVarConfigProvider(ConfigProvider):
     """``${env:NAME}`` (or ``${env::NAME}``): an environment variable."""
 
-    def configure(self, configs: Mapping[str, Any]) -> None:
-        import re
+    allow: re.Pattern[str] | None = None  # every variable until configure sets allowlist.pattern
 
+    def configure(self, configs: Mapping[str, Any]) -> None:
         pattern = configs.get("allowlist.pattern")
         self.allow = re.compile(pattern) if pattern else None
 
     def get(self, path: str, keys: set[str] | None = None) -> ConfigData:
         if path:
             raise ConfigException(message="EnvVarConfigProvider takes no path: use ${env:NAME}")
-        env = {k: v for k, v in os.environ.items() if getattr(self, "allow", None) is None or self.allow.fullmatch(k)}
+        allow = self.allow
+        env = {k: v for k, v in os.environ.items() if allow is None or allow.fullmatch(k)}
         return ConfigData({k: v for k, v in env.items() if keys is None or k in keys})
 
     def version(self) -> str:

@@ -20,24 +20,16 @@ from rest.json_provider import OrjsonProvider
 from rest.log_levels import LoggerLevels
 from rest.readiness import SCHEMA_REGISTRY_PREFIX, answers_while_starting
 from rest.reason_phrases import StandardReasonPhrases
-from rest.responses import INTERNAL_ERROR_MESSAGE, RestError, error_response
+from rest.responses import INTERNAL_ERROR_MESSAGE, RestError, error_response, starting_response
 from rest.routes import BLUEPRINTS
-from rest.routes.connectors import STARTING_RETRY_AFTER_S
 from rest.routes.loggers import LEVELS_KEY
-from rest.routes.root import STARTING_MESSAGE
 from rest.routes.schema_registry import REGISTRY_KEY
 from rest.routes.schema_registry import bp as schema_registry_bp
+from rest.url_rules import LazyBuildRule
 
 __all__ = ["create_app", "starting_response"]
 
 log = logging.getLogger(__name__)
-
-
-def starting_response() -> Response:
-    """What every endpoint but /health answers until the worker can take requests."""
-    response = error_response(503, STARTING_MESSAGE)
-    response.headers["Retry-After"] = str(STARTING_RETRY_AFTER_S)
-    return response
 
 
 def _http_error(e: HTTPException) -> Response:
@@ -106,6 +98,7 @@ def create_app(herder: Herder, worker_config: ConfigSource, internal_key: bytes 
     Raises RestConfigError for a setting it cannot use.
     """
     app = Flask("rest")
+    app.url_rule_class = LazyBuildRule
     # Jersey serves /connectors/ like /connectors and never redirects; neither should we.
     app.url_map.strict_slashes = False
     app.url_map.merge_slashes = False
@@ -152,5 +145,6 @@ def create_app(herder: Herder, worker_config: ConfigSource, internal_key: bytes 
             response.headers.pop("Content-Type", None)
         return response
 
-    app.wsgi_app = AccessLogMiddleware(StandardReasonPhrases(app.wsgi_app))  # type: ignore[method-assign]
+    wrapped = AccessLogMiddleware(StandardReasonPhrases(app.wsgi_app))
+    app.wsgi_app = wrapped  # type: ignore[method-assign]  # Flask's documented way to add WSGI middleware
     return app

@@ -28,7 +28,7 @@ import re
 import shlex
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import bcrypt
@@ -148,7 +148,7 @@ def load_users(path: Path) -> dict[str, str]:
 class BasicAuthenticator:
     """Checks ``Authorization: Basic`` credentials against a users map of bcrypt hashes or plain secrets."""
 
-    def __init__(self, users: Mapping[str, str], clock: object = time.monotonic) -> None:
+    def __init__(self, users: Mapping[str, str], clock: Callable[[], float] = time.monotonic) -> None:
         self._users = dict(users)
         self._clock = clock
         self._verified: dict[bytes, float] = {}
@@ -175,7 +175,7 @@ class BasicAuthenticator:
         if not sep or stored is None:
             return None
         key = hashlib.sha256(f"{user}\0{password}\0{stored}".encode()).digest()
-        now = self._clock()  # type: ignore[operator]
+        now = self._clock()
         with self._lock:
             if self._verified.get(key, 0.0) > now:
                 return user

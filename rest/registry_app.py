@@ -62,5 +62,6 @@ def create_registry_app(registry: SchemaRegistry, config: ConfigSource) -> Flask
                   exc_info=e)
         return error_response(500, "Internal server error; the schema registry's log has the details")
 
-    app.wsgi_app = AccessLogMiddleware(app.wsgi_app)  # type: ignore[method-assign]
+    wrapped = AccessLogMiddleware(app.wsgi_app)
+    app.wsgi_app = wrapped  # type: ignore[method-assign]  # Flask's documented way to add WSGI middleware
     return app

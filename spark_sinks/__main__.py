@@ -43,7 +43,7 @@ if __package__ in (None, ""):  # run as a script (spark-submit): make the packag
 from connect.api.connector import SinkConnector
 from connect.api.errors import ConfigException, ConnectException
 from connect.log import open_log_backend
-from connect.log.api import LogError
+from connect.log.api import LogBackend, LogError
 from connect.logging_setup import configure_logging
 from connect.runtime.connector_validation import ConnectorConfigValidator
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
@@ -105,7 +105,7 @@ class SinkJob:
         self.failure: str | None = None
         self._task_ran = False
         self.worker: Worker | None = None
-        self.backend = None
+        self.backend: LogBackend | None = None
 
     def _check(self, path: str) -> None:
         result = ConnectorConfigValidator.for_worker(self.plugins, self.worker_config).validate(self.props)
@@ -118,11 +118,11 @@ class SinkJob:
 
     def start(self) -> None:
         """Open the log, start the connector and its task; JobError if either cannot start."""
-        self.backend = open_log_backend(self.worker_config.backend_config())
+        backend = self.backend = open_log_backend(self.worker_config.backend_config())
         status = StatusStore()
         status.listeners.append(self._on_status)
         worker_id = f"{socket.gethostname()}:spark-submit-{os.getpid()}"
-        self.worker = Worker(worker_id, self.worker_config, self.plugins, self.backend, _NoSourceOffsets(),
+        self.worker = Worker(worker_id, self.worker_config, self.plugins, backend, _NoSourceOffsets(),
                              status)
         if not self.worker.start_connector(self.name, self.props, TargetState.STARTED, lambda _name: None):
             raise JobError(f"Connector {self.name} failed to start: {self.failure}", EXIT_CONFIG)

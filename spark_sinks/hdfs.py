@@ -42,7 +42,7 @@ import socket
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from connect.api import AbstractConfig, ConfigDef, ConfigValue, ConnectException, Task
@@ -53,6 +53,9 @@ from spark_sinks.hdfs_config import COMPRESSIONS, FORMATS, PARTITIONERS, format_
 from spark_sinks.path_template import PathTemplate
 from spark_sinks.sequence_file import BYTES_WRITABLE, TEXT, sequence_file
 from spark_sinks.task import SparkSinkTask
+
+if TYPE_CHECKING:  # pyspark is imported only where a query is built
+    from pyspark.sql import Column
 
 __all__ = ["HdfsSparkSink", "HdfsSparkSinkTask", "check_reachable"]
 
@@ -474,7 +477,7 @@ class HdfsSparkSinkTask(SparkSinkTask):
         return [F.date_format(local, pattern).alias(name) for name, pattern in self.path_format]
 
     @staticmethod
-    def _header(name: str) -> Any:
+    def _header(name: str) -> Column:
         """The value of the record's (last) header ``name`` as text, or null."""
         from pyspark.sql import functions as F
 

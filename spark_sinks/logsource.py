@@ -96,8 +96,8 @@ def _resolve_start(bounds: Mapping[str, Mapping[str, tuple[int, int]]], starting
             for p, (first, end) in parts.items():
                 o = given.get(t, {}).get(p, -2)
                 offsets.setdefault(t, {})[p] = first if o == -2 else end if o == -1 else o
-        for t, parts in given.items():  # partitions not created yet keep the given offsets
-            for p, o in parts.items():
+        for t, given_parts in given.items():  # partitions not created yet keep the given offsets
+            for p, o in given_parts.items():
                 offsets.setdefault(t, {}).setdefault(p, max(o, 0))
         return offsets
     if starting.lower() == "latest":

@@ -16,7 +16,12 @@ record leaves the template's root; the template's own text may have no ``.`` or 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pyspark is imported only where a query is built
+    from pyspark.sql import Column
 
 __all__ = ["PathTemplate", "TemplatePiece"]
 
@@ -78,9 +83,10 @@ class PathTemplate:
             return literal.rstrip("/") or "/"
         return literal.rsplit("/", 1)[0] or "/"
 
-    def column(self, time_column: object, header: object) -> object:
+    def column(self, time_column: Column | None, header: Callable[[str], Column]) -> Column:
         """The folder as a Spark string column: ``time_column`` is the record time (a timestamp column already
-        in the template's time zone), ``header(name)`` a column with a header's value."""
+        in the template's time zone; None for a template that does not ``uses_time``), ``header(name)`` a column
+        with a header's value."""
         from pyspark.sql import functions as F
 
         parts = []
@@ -88,9 +94,11 @@ class PathTemplate:
             if piece.kind == "text":
                 parts.append(F.lit(piece.value))
             elif piece.kind == "time":
+                if time_column is None:
+                    raise ValueError(f"the path template's time pattern {piece.value!r} needs the record time column")
                 parts.append(F.date_format(time_column, piece.value))
             else:
-                parts.append(F.coalesce(header(piece.value), F.lit("")))  # type: ignore[operator]
+                parts.append(F.coalesce(header(piece.value), F.lit("")))
         return F.regexp_replace(F.concat(*parts), _DOT_FOLDER, "_")
 
 

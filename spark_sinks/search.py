@@ -53,7 +53,7 @@ import random
 import re
 import time
 from collections.abc import Collection, Iterator, Mapping
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlparse
 
 import orjson
@@ -94,6 +94,23 @@ _MAX_BACKOFF_S = 30.0
 _MAX_REQUEST_BYTES = 100 << 20
 # what the sink reads of a bulk response
 _RESPONSE_FIELDS = "errors,items.*.status,items.*.error,items.*._id"
+
+
+class BulkSettings(TypedDict):
+    """What a task's bulk writers need: a plain dict, so Spark pickles it to the executors with ``bulk_partitions``."""
+
+    urls: list[str]
+    auth: tuple[str, str] | None
+    engine: str  # as configured ("auto"), then as detected at ``prepare``
+    key_ignore: bool
+    upsert: bool
+    null_behavior: str
+    batch_size: int
+    max_retries: int
+    backoff_ms: int
+    connect_timeout: float  # seconds
+    read_timeout: float  # seconds
+    unwrap: bool
 
 
 def _check_urls(name: str, value: Any) -> str | None:
@@ -169,7 +186,8 @@ def engine_of(root: Any, product_header: str | None = None) -> str | None:
     """``opensearch``/``elasticsearch`` from a cluster's root response (``GET /``), or None if neither."""
     if not isinstance(root, dict):
         return None
-    version = root.get("version") if isinstance(root.get("version"), dict) else {}
+    found = root.get("version")
+    version = found if isinstance(found, dict) else {}
     if str(version.get("distribution", "")).lower() == "opensearch":
         return "opensearch"
     if product_header == "Elasticsearch" or (version.get("number") and "lucene_version" in version):
@@ -259,7 +277,7 @@ class ElasticsearchSparkSinkTask(SparkSinkTask):
         self.malformed_behavior = str(cfg.get("behavior.on.malformed.documents")).lower()
         self.tolerate = str(props.get("errors.tolerance", "none")).strip().lower() == "all"
         engine = str(cfg.get("engine")).lower()
-        self.settings = {
+        self.settings: BulkSettings = {
             "urls": self.urls,
             "auth": _auth(props),
             "engine": engine,
@@ -369,7 +387,8 @@ class ElasticsearchSparkSinkTask(SparkSinkTask):
                             raise
                 found = client.indices.get_mapping(index=index)
                 found = found.body if hasattr(found, "body") else found
-                existing = next(iter(found.values()), {}).get("mappings", {}).get("properties", {})
+                index_mapping: dict[str, Any] = next(iter(found.values()), {})  # the one index asked for, by name
+                existing = index_mapping.get("mappings", {}).get("properties", {})
                 added = added_properties(properties, existing)
                 if added:
                     if opensearch:
@@ -427,22 +446,21 @@ def _headers_of(df: Any, rows: list[Any]) -> dict[tuple[str, int, int], list[tup
 
 
 # --- executor side: one Spark partition of a micro-batch -----------------------------------------------------------
-def _client(settings: Mapping[str, Any]) -> Any:
+def _client(settings: BulkSettings) -> Any:
     """The engine's client; its transport retries a failed request (connection failure, timeout, 5xx) itself."""
-    retry = {"max_retries": settings["max_retries"], "retry_on_timeout": True,
-             "retry_on_status": tuple(sorted(TRANSPORT_RETRY_STATUS))}
+    retry_status = tuple(sorted(TRANSPORT_RETRY_STATUS))
     if settings["engine"] == "opensearch":
         from opensearchpy import OpenSearch
 
         return OpenSearch(hosts=settings["urls"], http_auth=settings["auth"], timeout=settings["read_timeout"],
-                          **retry)
+                          max_retries=settings["max_retries"], retry_on_timeout=True, retry_on_status=retry_status)
     from elasticsearch import Elasticsearch
 
     return Elasticsearch(settings["urls"], basic_auth=settings["auth"], request_timeout=settings["read_timeout"],
-                         **retry)
+                         max_retries=settings["max_retries"], retry_on_timeout=True, retry_on_status=retry_status)
 
 
-def _bulk_items(client: Any, settings: Mapping[str, Any], actions: list[_Action]) -> list[tuple[str, dict]]:
+def _bulk_items(client: Any, settings: BulkSettings, actions: list[_Action]) -> list[tuple[str, dict]]:
     """Each of ``actions`` sent in one bulk request, and the (op, response item) it ended with, in order.
 
     Documents the cluster throttled (429; for Elasticsearch 5xx too, as its bulk helper does) are sent again
@@ -493,7 +511,7 @@ def _throttled(actions: list[_Action], sent: list[int], items: list[dict], retry
     return again
 
 
-def _backoff_s(settings: Mapping[str, Any], attempt: int) -> float:
+def _backoff_s(settings: BulkSettings, attempt: int) -> float:
     """The pause before retry ``attempt`` (1, 2, ...): ``retry.backoff.ms`` doubled each time, at most 30 s, with
     jitter, so partitions throttled together do not all come back together."""
     return min(_MAX_BACKOFF_S, settings["backoff_ms"] / 1000 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
@@ -521,7 +539,7 @@ def _no_answer_errors(engine: str) -> tuple[tuple[type[BaseException], ...], tup
     return (TransportConnectionError, ConnectionTimeout), (TlsError,)
 
 
-def request_failure(exc: BaseException, settings: Mapping[str, Any]) -> ConnectException:
+def request_failure(exc: BaseException, settings: BulkSettings) -> ConnectException:
     """A bulk request that failed as a whole, after the client's and the helper's retries, classified by
     exception type and HTTP status: no answer, throttled (429) or unavailable (5xx) is a RetriableException;
     any other answer (a 4xx: bad credentials, no such index, ...) or a TLS failure a ConnectException."""
@@ -570,7 +588,7 @@ def _source(value: bytes, unwrap: bool) -> bytes:
     return json.dumps(payload, separators=(",", ":")).encode("utf-8")
 
 
-def _action(settings: Mapping[str, Any], row: tuple) -> _Action | str | None:
+def _action(settings: BulkSettings, row: tuple) -> _Action | str | None:
     """The bulk action of one record; None to skip it; a string: why it is malformed before sending."""
     topic, partition, offset, key, value, index = row
     if settings["key_ignore"]:
@@ -605,7 +623,7 @@ def _action(settings: Mapping[str, Any], row: tuple) -> _Action | str | None:
     return _Action("index", meta, source, row)
 
 
-def bulk_partitions(settings: Mapping[str, Any], batches: Iterator[Any]) -> Iterator[Any]:
+def bulk_partitions(settings: BulkSettings, batches: Iterator[Any]) -> Iterator[Any]:
     """mapInArrow body: send the rows of one partition in bulk requests; yield the failed ones and a stats row."""
     import pyarrow as pa
 
@@ -673,7 +691,7 @@ def outcome(op: str, status: int) -> str:
     return "malformed" if status == 400 else "rejected"
 
 
-def _send(client: Any, settings: Mapping[str, Any], actions: list[_Action], stats: dict[str, int],
+def _send(client: Any, settings: BulkSettings, actions: list[_Action], stats: dict[str, int],
           failed: list[tuple[str, tuple, str]]) -> None:
     """One bulk request (with its retries); documents that fail go to ``failed``, retriable failures that
     outlived the retries raise (the batch fails and Spark does not commit it)."""

@@ -103,8 +103,8 @@ class Time:
     SCHEMA: Schema
 
     @staticmethod
-    def from_logical(schema: Schema, value: _dt.time) -> int:
-        if isinstance(value, _dt.datetime):
+    def from_logical(schema: Schema, value: _dt.time | _dt.datetime) -> int:
+        if isinstance(value, _dt.datetime):  # a datetime counts by its time of day
             value = value.time()
         millis = ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
         if not 0 <= millis < _MS_PER_DAY:

@@ -92,20 +92,21 @@ def _double_to_long(value: float) -> int:
 
 def _temporal_millis(value: Any, schema: Schema | None) -> int | None:
     """A date, time or datetime as Connect's number, named by ``schema`` or else by its Python type."""
-    name = schema.name if schema is not None else None
-    if name == Date.LOGICAL_NAME and isinstance(value, _dt.date):
-        return Date.from_logical(schema, value)  # type: ignore[arg-type]
-    if name == Time.LOGICAL_NAME and isinstance(value, _dt.time | _dt.datetime):
-        return Time.from_logical(schema, value)  # type: ignore[arg-type]
-    if name == Timestamp.LOGICAL_NAME and isinstance(value, _dt.datetime):
-        return Timestamp.from_logical(schema, value)  # type: ignore[arg-type]
-    if name is None:
-        if isinstance(value, _dt.datetime):
-            return Timestamp.from_logical(Timestamp.SCHEMA, value)
-        if isinstance(value, _dt.date):
-            return Date.from_logical(Date.SCHEMA, value)
-        if isinstance(value, _dt.time):
-            return Time.from_logical(Time.SCHEMA, value)
+    if schema is not None and schema.name is not None:
+        name = schema.name
+        if name == Date.LOGICAL_NAME and isinstance(value, _dt.date):
+            return Date.from_logical(schema, value)
+        if name == Time.LOGICAL_NAME and isinstance(value, _dt.time | _dt.datetime):
+            return Time.from_logical(schema, value)
+        if name == Timestamp.LOGICAL_NAME and isinstance(value, _dt.datetime):
+            return Timestamp.from_logical(schema, value)
+        return None
+    if isinstance(value, _dt.datetime):
+        return Timestamp.from_logical(Timestamp.SCHEMA, value)
+    if isinstance(value, _dt.date):
+        return Date.from_logical(Date.SCHEMA, value)
+    if isinstance(value, _dt.time):
+        return Time.from_logical(Time.SCHEMA, value)
     return None
 
 

@@ -99,7 +99,11 @@ def _urls_and_auth(config: AbstractConfig) -> tuple[list[str], tuple[str, str] |
         if parts.username is not None:
             if config.get("basic.auth.credentials.source") == "URL":
                 auth = (unquote(parts.username), unquote(parts.password or ""))
-            parts = parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""))
+            host_and_port = parts.netloc.rpartition("@")[2]  # as written: an IPv6 host keeps its brackets
+            if not parts.hostname:
+                raise ConfigException("schema.registry.url", f"{parts.scheme}://[hidden]@{host_and_port}",
+                                      "a registry URL with user info needs a host after the @")
+            parts = parts._replace(netloc=host_and_port)
         clean.append(urlunsplit(parts))
     if config.get("basic.auth.credentials.source") == "USER_INFO":
         secret = config.get("basic.auth.user.info")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import codecs
 import decimal
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from connect.api import (
     AbstractConfig,
@@ -143,12 +143,14 @@ class StringConverter(BuiltinConverter):
     def to_connect_batch(self, topic: str, values: Sequence[bytes | None]) -> tuple[list[Schema | None], list[Any]]:
         n = len(values)
         schemas: list[Schema | None] = [Schema.OPTIONAL_STRING_SCHEMA] * n
-        if values.count(None) == n:  # keys, most often: all absent
+        nulls = values.count(None)
+        if nulls == n:  # keys, most often: all absent
             return schemas, [None] * n
-        if self._decode is _utf8_decode:
+        if not nulls and self._decode is _utf8_decode:
             try:
-                return schemas, list(map(bytes.decode, values))  # all valid UTF-8 bytes: one pass in C
+                # no None, counted above; all valid UTF-8 bytes: one pass in C
+                return schemas, list(map(bytes.decode, cast("Sequence[bytes]", values)))
             except (TypeError, UnicodeDecodeError):
-                pass  # a None, another bytes-like type or bad UTF-8: the careful way below
+                pass  # another bytes-like type or bad UTF-8: the careful way below
         decode = self._decode
         return schemas, [None if v is None else decode(bytes(v)) for v in values]

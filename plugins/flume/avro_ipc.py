@@ -26,10 +26,11 @@ import io
 import json
 import struct
 from collections.abc import Mapping
-from typing import Any
+from typing import IO, Any, TypedDict, cast
 
 import attrs
 import fastavro
+from fastavro.types import Schema
 
 __all__ = [
     "AvroCallError",
@@ -37,6 +38,7 @@ __all__ = [
     "AvroRequest",
     "BufferBudget",
     "BufferBudgetExceeded",
+    "FlumeEvent",
     "FrameError",
     "KnownProtocols",
     "NettyFrameDecoder",
@@ -95,6 +97,44 @@ _FAILED_ANSWER = _EMPTY_META + b"\x00" + b"\x02"  # enum index 1 (zig-zag)
 
 _INT = struct.Struct(">i")
 _HEADER = struct.Struct(">ii")
+
+
+class FlumeEvent(TypedDict):
+    """An ``AvroFlumeEvent`` as fastavro reads it."""
+
+    headers: dict[str, str]
+    body: bytes
+
+
+class _HandshakeRequest(TypedDict):
+    clientHash: bytes
+    clientProtocol: str | None
+    serverHash: bytes
+    meta: dict[str, bytes] | None
+
+
+def _read_string(stream: IO[bytes]) -> str:
+    value = fastavro.schemaless_reader(stream, _STRING, None)
+    if not isinstance(value, str):  # fastavro types its result as any Avro value; a "string" schema reads a str
+        raise TypeError(f"an Avro string read as {type(value).__name__}")
+    return value
+
+
+def _read_record(stream: IO[bytes], schema: Schema) -> dict[str, Any]:
+    value = fastavro.schemaless_reader(stream, schema, None)
+    if not isinstance(value, dict):  # a record schema reads a dict
+        raise TypeError(f"an Avro record read as {type(value).__name__}")
+    return value
+
+
+def _read_events(stream: IO[bytes], message: str) -> list[FlumeEvent]:
+    """The events of an ``append`` or ``appendBatch`` call."""
+    if message == "append":
+        return [cast(FlumeEvent, _read_record(stream, _EVENT_SCHEMA))]  # the AvroFlumeEvent schema shapes it
+    events = fastavro.schemaless_reader(stream, _BATCH_SCHEMA, None)
+    if not isinstance(events, list):  # an array schema reads a list
+        raise TypeError(f"an Avro array read as {type(events).__name__}")
+    return cast(list[FlumeEvent], events)  # each item read with the AvroFlumeEvent schema
 
 
 class FrameError(ValueError):
@@ -368,7 +408,7 @@ class AvroRequest:
 
     handshake: bytes
     message: str | None  # None: only the handshake is answered (NONE, or a ping)
-    events: list[dict[str, Any]] = attrs.field(factory=list)
+    events: list[FlumeEvent] = attrs.field(factory=list)
 
 
 class AvroSession:
@@ -389,7 +429,7 @@ class AvroSession:
                 if not self.connected:
                     return AvroRequest(handshake, None)
             fastavro.schemaless_reader(stream, _CALL_META, None)
-            message = fastavro.schemaless_reader(stream, _STRING, None)
+            message = _read_string(stream)
         except Exception as exc:  # fastavro raises several kinds on bad bytes
             raise AvroCallError(f"the request is not an Avro IPC call: {_describe(exc)}", handshake) from None
         if message == "":
@@ -400,10 +440,7 @@ class AvroSession:
             raise AvroCallError(f"no message '{message[:80]}' in Flume's AvroSourceProtocol (append, appendBatch)",
                                 handshake)
         try:
-            if message == "appendBatch":
-                events = fastavro.schemaless_reader(stream, _BATCH_SCHEMA, None)
-            else:
-                events = [fastavro.schemaless_reader(stream, _EVENT_SCHEMA, None)]
+            events = _read_events(stream, message)
         except Exception as exc:
             raise AvroCallError(f"the {message} request is not AvroFlumeEvent data: {_describe(exc)}",
                                 handshake) from None
@@ -413,11 +450,12 @@ class AvroSession:
         return AvroRequest(handshake, message, events)
 
     def _handshake(self, stream: io.BytesIO) -> bytes:
-        request = fastavro.schemaless_reader(stream, _HANDSHAKE_REQUEST, None)
+        request = cast(_HandshakeRequest, _read_record(stream, _HANDSHAKE_REQUEST))  # its schema shapes it
         client_hash = request["clientHash"]
         known, problem = self._known.get(client_hash)
-        if not known and request.get("clientProtocol") is not None:
-            problem = self._known.learn(client_hash, request["clientProtocol"])
+        client_protocol = request["clientProtocol"]
+        if not known and client_protocol is not None:
+            problem = self._known.learn(client_hash, client_protocol)
             known = True
         if not known:
             match = "NONE"  # the client will send its protocol's text with the next request

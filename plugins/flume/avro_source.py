@@ -27,7 +27,6 @@ import logging
 import time
 import zlib
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from connect.api import (
     AbstractConfig,
@@ -50,6 +49,7 @@ from plugins.flume.avro_ipc import (
     AvroSession,
     BufferBudget,
     BufferBudgetExceeded,
+    FlumeEvent,
     FrameError,
     KnownProtocols,
     NettyFrameDecoder,
@@ -284,7 +284,7 @@ class FlumeAvroSourceTask(AcknowledgesRecords, StreamSourceTask):
             return error
         return STATUS_OK
 
-    def _records(self, events: list[dict[str, Any]], peer: str) -> list[SourceRecord] | None:
+    def _records(self, events: list[FlumeEvent], peer: str) -> list[SourceRecord] | None:
         now = int(time.time() * 1000)
         topic = self.topic
         limit = self.max_event_bytes

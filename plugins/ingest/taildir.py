@@ -231,7 +231,8 @@ class TailDirSourceTask(SourceTask):
             handle.close()
             return
         offset = self.context.offset_storage_reader().offset({"file.id": fid}) or {}
-        position = offset.get("position") if isinstance(offset.get("position"), int) else 0
+        stored_position = offset.get("position")
+        position = stored_position if isinstance(stored_position, int) else 0
         head, head_len = offset.get("head"), offset.get("head.length")
         if position:
             if position > stat.st_size:

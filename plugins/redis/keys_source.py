@@ -85,7 +85,7 @@ def _text(raw: bytes | str) -> str:
 
 
 def _notifications_on(client: redis.Redis) -> bool:
-    flags = _text(client.config_get("notify-keyspace-events").get("notify-keyspace-events", ""))
+    flags = _text(client.config_get("notify-keyspace-events").get("notify-keyspace-events") or "")
     return "K" in flags and ("A" in flags or all(c in flags for c in "g$lshzxe"))
 
 

@@ -399,7 +399,7 @@ class RedisSinkTask(SinkTask):
                     pipe.delete(key)
                     mark(record)
                     return None
-                hset(key, mapping=_fields(value, kind, record))  # type: ignore[arg-type]
+                hset(key, mapping=_fields(value, kind, record))
                 mark(record)
                 return key
         elif kind == "STREAM":

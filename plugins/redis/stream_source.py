@@ -67,6 +67,7 @@ from plugins.redis._client import check_server, describe_error, masked_uri
 
 if TYPE_CHECKING:  # imported where it is used: redis costs every worker start a tenth of a CPU-second
     import redis
+    from redis.typing import KeyT, StreamIdT
 
 __all__ = ["RedisStreamSourceConnector", "RedisStreamSourceTask"]
 
@@ -145,8 +146,11 @@ _NAMES = operator.itemgetter(slice(0, None, 2))  # an entry's field names, from 
 _VALUES = operator.itemgetter(slice(1, None, 2))  # and its values
 
 
-def _text(raw: bytes | str) -> str:
-    return raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+def _text(raw: bytes | str | int) -> str:
+    """A name or id from a reply as text (redis-py types some reply fields as bytes, str or int)."""
+    if isinstance(raw, str):
+        return raw
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
 
 
 class RedisStreamSourceConnector(SourceConnector):
@@ -360,8 +364,9 @@ class RedisStreamSourceTask(SourceTask):
             while self._acks:
                 taken.append(self._acks.popleft())
         for batch in taken:
-            stream = batch.source_partition["stream"]  # type: ignore[index]
-            by_stream.setdefault(stream, []).extend(batch.keys)  # type: ignore[arg-type]
+            partition, ids = batch.source_partition, batch.keys
+            assert partition is not None and ids is not None, "every batch of this task names its stream and ids"
+            by_stream.setdefault(partition["stream"], []).extend(ids)
         return taken, by_stream
 
     def _give_back(self, taken: list[SourceRecordBatch]) -> None:
@@ -431,7 +436,8 @@ class RedisStreamSourceTask(SourceTask):
     def _read_own_pending(self) -> None:
         """This consumer's pending entries (from an earlier run), in id order, one batch per call."""
         assert self._client is not None
-        reply = self._client.xreadgroup(self._group, self._consumer, dict(self._draining), count=self._batch)
+        after: dict[KeyT, StreamIdT] = {name: last for name, last in self._draining.items()}  # redis-py's type
+        reply = self._client.xreadgroup(self._group, self._consumer, after, count=self._batch)
         got: dict[str, list[Any]] = {}
         for raw_stream, entries in _per_stream(reply):
             got[_text(raw_stream)] = entries
@@ -585,16 +591,15 @@ class RedisStreamSourceTask(SourceTask):
         schemas = self._schemas
         all_names = list(map(_NAMES, flats))
         first = all_names[0]
+        shape = tuple(first)
+        schema = schemas.get(shape) or self._schema_of(shape, [Schema.OPTIONAL_STRING_SCHEMA] * len(first))
         if all_names.count(first) == len(all_names):  # the usual batch: every entry has the same fields
-            shape = tuple(first)
-            schema = schemas.get(shape) or self._schema_of(shape, [Schema.OPTIONAL_STRING_SCHEMA] * len(first))
             # text fits the schema's optional strings as it is: no check per value
             return Struct.many_from_valid_values(schema, list(map(_VALUES, flats))), [(0, schema)]
         of_text = Struct.from_valid_values
-        runs: list[tuple[int, Schema]] = []
+        runs: list[tuple[int, Schema]] = [(0, schema)]
         values = []
-        last_names: list[str] | None = None
-        schema = None
+        last_names = first
         for flat, names in zip(flats, all_names, strict=True):
             if names != last_names:
                 shape = tuple(names)
@@ -603,7 +608,7 @@ class RedisStreamSourceTask(SourceTask):
                     runs.append((len(values), found))
                     schema = found
                 last_names = names
-            values.append(of_text(schema, flat[1::2]))  # type: ignore[arg-type]
+            values.append(of_text(schema, flat[1::2]))
         return values, runs
 
     def _values_with_bytes(self, flats: Sequence[list[str]]) -> tuple[list[Any], list[tuple[int, Schema]]]:
@@ -666,4 +671,4 @@ def _restore(text: str) -> str | bytes:
 def _clean(text: str) -> str:
     """A name decoded with surrogateescape, with U+FFFD for the bytes that are not UTF-8."""
     restored = _restore(text)
-    return restored.decode("utf-8", "replace") if type(restored) is bytes else restored  # type: ignore[union-attr]
+    return restored.decode("utf-8", "replace") if isinstance(restored, bytes) else restored

@@ -21,9 +21,10 @@ from rest.auth import INTERNAL_ALGORITHM_HEADER as ALGORITHM_HEADER
 from rest.auth import INTERNAL_SIGNATURE_HEADER as SIGNATURE_HEADER
 from rest.context import CONFIG_KEY, current_herder, setting_bool
 from rest.forwarding import forward_to_leader
+from rest.json_provider import OrjsonProvider
 from rest.parsing import bool_param, json_body, json_object_body, string_map
+from rest.readiness import STARTING_MESSAGE, STARTING_RETRY_AFTER_S
 from rest.responses import RestError, empty_response, error_response, json_response
-from rest.routes.root import STARTING_MESSAGE
 from rest.status_listing import EncodedStatusListing
 
 __all__ = ["bp"]
@@ -40,9 +41,6 @@ def _keep_encoded_statuses(state: Any) -> None:
     state.app.extensions[STATUS_LISTING_KEY] = EncodedStatusListing()
 
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-# Seconds a client is told to wait before retrying a write refused during start-up; a worker on Kafka
-# reads its config topic in about that time.
-STARTING_RETRY_AFTER_S = 5
 
 
 @bp.before_request
@@ -97,7 +95,7 @@ def list_connectors() -> Response:
     if expansions == ["status"]:
         listing: EncodedStatusListing = current_app.extensions[STATUS_LISTING_KEY]
         return current_app.response_class(listing.encode(herder.connectors(), statuses),
-                                          mimetype=current_app.json.mimetype)  # type: ignore[attr-defined]
+                                          mimetype=OrjsonProvider.mimetype)
     out: dict[str, dict[str, Any]] = {}
     for name in herder.connectors():
         if with_status and name not in statuses:
