@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
-import httpx
 from flask import Response, request
 
 from connect.runtime.herder import NO_LEADER_MESSAGE, NotLeaderError
 from rest.access_log import printable
 from rest.responses import RestError
+
+if TYPE_CHECKING:  # imported with the first forward: a standalone worker never forwards, and httpx costs its start
+    import httpx
 
 __all__ = ["FORWARD_TIMEOUT_S", "forward_to_leader"]
 
@@ -43,6 +46,8 @@ def _http() -> httpx.Client:
     global _client
     with _client_lock:
         if _client is None:
+            import httpx
+
             _client = httpx.Client(timeout=FORWARD_TIMEOUT_S)
         return _client
 
@@ -68,6 +73,8 @@ def forward_to_leader(error: NotLeaderError, *, timeout: float = FORWARD_TIMEOUT
     url = f"{error.leader_url.rstrip('/')}{request.path}?{urlencode(query)}"
     headers = {k: v for k, v in request.headers.items() if k.lower() in _RELAYED_REQUEST_HEADERS}
     log.debug("Forwarding %s %s to the leader at %s", request.method, printable(request.path), printable(url))
+    import httpx
+
     try:
         upstream = _http().request(request.method, url, content=request.get_data(cache=True), headers=headers,
                                    timeout=timeout)

@@ -38,15 +38,25 @@ from rest.cors import install_cors
 from rest.front_channel import FAILED, READY, SERVING, SETTINGS, SNAPSHOT, WANT, ChannelClosed, FrontChannel
 from rest.guards import install_guards, max_body_bytes
 from rest.json_provider import OrjsonProvider
-from rest.readiness import HEALTH_PATH, under_schema_registry
+from rest.readiness import HEALTH_PATH, STARTING_MESSAGE, under_schema_registry
 from rest.reason_phrases import StandardReasonPhrases
-from rest.responses import INTERNAL_ERROR_MESSAGE, RestConfigError, RestError, error_response
+from rest.responses import (
+    INTERNAL_ERROR_MESSAGE,
+    RestConfigError,
+    RestError,
+    error_response,
+    starting_response,
+)
 from rest.server import RestServer
 from rest.status_mirror import StatusMirror
+from rest.url_rules import LazyBuildRule
 
 __all__ = ["FrontApp", "create_status_app", "main"]
 
 log = logging.getLogger(__name__)
+
+# set in a front forked from the worker (rest.front_process.ForkedFront), which starts with the worker's heap
+FORKED_FROM_WORKER = False
 
 # the two reads the front answers itself; everything else (and these, when it cannot) goes to the worker
 _STATUS_READ = re.compile(r"^/connectors(?:/[^/]+/status)?/?$")
@@ -91,10 +101,6 @@ def _note_answer(environ: dict[str, Any], sent_at: float, mirror: StatusMirror) 
 
 def _starting_response(path: str) -> Response:
     """What the worker itself answers while it starts (rest.app): /health its KIP-1017 body, the rest 503."""
-    # the worker's own modules, imported only if a request comes while it starts: the front stays small
-    from rest.app import starting_response
-    from rest.routes.root import STARTING_MESSAGE
-
     if path.rstrip("/") == HEALTH_PATH:
         return Response(orjson.dumps({"status": "starting", "message": STARTING_MESSAGE}), status=503,
                         mimetype="application/json")
@@ -107,6 +113,7 @@ def create_status_app(worker_config: ConfigSource, mirror: StatusMirror, worker:
     mirror cannot answer goes to ``worker``. Until ``serving`` is set, every request is answered as the worker
     answers while it starts (rest.readiness)."""
     app = Flask("rest.front")
+    app.url_rule_class = LazyBuildRule
     app.url_map.strict_slashes = False
     app.url_map.merge_slashes = False
     app.json = OrjsonProvider(app)
@@ -188,7 +195,7 @@ def _serve(channel: FrontChannel) -> int:
             pass  # the worker is gone or stopping: this process stops too, once its main loop sees it
 
     mirror = StatusMirror(want=want)
-    from rest.worker_proxy import WorkerProxy  # after main() kept httpx's command line out
+    from rest.worker_proxy import WorkerProxy
 
     try:
         proxy = WorkerProxy(settings["socket"],
@@ -196,12 +203,16 @@ def _serve(channel: FrontChannel) -> int:
                             max_body_bytes=max_body_bytes(config))
         serving = threading.Event()
         app = FrontApp(create_status_app(config, mirror, proxy, serving), proxy, serving)
-        server = RestServer(app, config, threads=int(settings["threads"]))
+        # the worker logs where it listens, once it has accepted its config (rest.front_process)
+        server = RestServer(app, config, threads=int(settings["threads"]), announce=False)
         server.start()
     except (RestConfigError, OSError) as e:
         channel.send(FAILED, str(e).encode())
         return 1
-    settle_heap()  # the front's heap is its modules: out of the collector's walks, as in the worker
+    # the front's heap is its modules: out of the collector's walks, as in the worker. A fork's heap is mostly
+    # the worker's, shared page by page until written: a collection would write to every object's header and
+    # copy all those pages (half of the fork's start-up CPU), for the little garbage the worker's start left
+    settle_heap(collect=not FORKED_FROM_WORKER)
     channel.send(READY, orjson.dumps({"urls": server.urls}))
     try:
         while True:
@@ -228,12 +239,12 @@ def main(argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
     configure_logging(tag="rest-front")
-    # httpx imports its command line (rich, click, pygments) whenever they are installed: 0.05 s of each
-    # start, on every worker start, for a client the front never uses. A None entry makes that import fail,
-    # which httpx allows for
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-    # Ctrl-C reaches the whole process group: the worker stops first and then closes the channel
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C reaches the whole process group, and a service manager's SIGTERM may too: the worker stops first
+    # and then closes the channel, which ends this process. The worker started it with both signals blocked
+    # (rest.front_process), so none came before they were ignored; one pending now is dropped.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM))
     channel = FrontChannel(socket.socket(fileno=int(args[0])))
     threading.current_thread().name = "rest-front"
     try:

@@ -9,6 +9,7 @@ change of the status listing (rest.status_publisher). If the front process dies,
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import shutil
@@ -44,7 +45,7 @@ _READY_POLL_S = 0.05
 
 class ForkedFront:
     """The front process as a fork of this one, made while the worker is still one thread: it starts with the
-    modules the worker already has (Flask, httpx), where ``python -m rest.front`` paid a new interpreter and
+    modules the worker already has (Flask, cheroot), where ``python -m rest.front`` paid a new interpreter and
     imported them again, about a third of a CPU-second of every worker start. It then runs what
     ``python -m rest.front FD`` runs, with the same file descriptors: standard output and error, ``/dev/null``
     as input and the channel's end. The ``wait`` and ``kill`` of ``subprocess.Popen``, with its exit codes."""
@@ -55,6 +56,10 @@ class ForkedFront:
 
         sys.stdout.flush()
         sys.stderr.flush()
+        # What both processes hold now is out of the collector's walks in both (as Python's gc.freeze documents
+        # for a fork): a collection in either would otherwise write to every object's header, and so copy each
+        # page the two still share. The worker's collector is held back while it starts (gc_policy).
+        gc.freeze()
         pid = os.fork()
         if pid == 0:  # the front: never returns to the worker's code
             code = 1
@@ -67,6 +72,7 @@ class ForkedFront:
                 os.closerange(channel_fd + 1, os.sysconf("SC_OPEN_MAX"))
                 # its lines name the logger as under ``python -m rest.front``
                 rest.front.log = logging.getLogger("__main__")
+                rest.front.FORKED_FROM_WORKER = True
                 code = rest.front.main([str(channel_fd)])
                 logging.shutdown()
             finally:
@@ -113,12 +119,18 @@ class FrontLaunch:
         self.directory = tempfile.mkdtemp(prefix="headrace-rest-")  # 0700: only this user reaches the socket
         self.socket_path = os.path.join(self.directory, "worker.sock")
         ours, theirs = socket.socketpair()
+        # The front inherits this thread's signal mask: with SIGINT and SIGTERM blocked from before the fork
+        # until it ignores them (rest.front.main), a Ctrl-C to the process group never reaches it while it
+        # starts (a KeyboardInterrupt traceback, or a front killed under a worker that goes on). Here they are
+        # only held back for the fork: the worker's handlers run once they are unblocked.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
         try:
             self.process: subprocess.Popen[bytes] | ForkedFront = (
                 ForkedFront(theirs.fileno()) if threading.active_count() == 1 else
                 subprocess.Popen([sys.executable, "-m", "rest.front", str(theirs.fileno())],
                                  pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL))
         finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             theirs.close()
         self.channel = FrontChannel(ours)
         self._socket = ours
@@ -186,7 +198,8 @@ class RestFrontProcess:
         self._reader = threading.Thread(target=self._read, name="rest-front-channel", daemon=True)
         self._reader.start()
         threading.Thread(target=self._announce_serving, name="rest-front-readiness", daemon=True).start()
-        log.info("REST front process %d listening on %s", self._launch.process.pid, ", ".join(self.urls))
+        log.info("REST front process %d listening on %s; it passes requests on to this worker at %s",
+                 self._launch.process.pid, ", ".join(self.urls), self._launch.socket_path)
 
     def _announce_serving(self) -> None:
         """Once the herder can take requests: tell the front, which refuses them until then, and only then

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from flask import Response, current_app
 
-__all__ = ["INTERNAL_ERROR_MESSAGE", "RestConfigError", "RestError", "empty_response", "error_response", "json_response"]
+from rest.readiness import STARTING_MESSAGE, STARTING_RETRY_AFTER_S
+
+__all__ = ["INTERNAL_ERROR_MESSAGE", "RestConfigError", "RestError", "empty_response", "error_response", "json_response",
+           "starting_response"]
 
 # a 500's message: the trace stays in the log, as it can name hosts, files and secrets
 INTERNAL_ERROR_MESSAGE = "Internal server error while handling the request; the worker log has the details"
@@ -33,6 +36,13 @@ def json_response(body: object, status: int = 200) -> Response:
 def error_response(status: int, message: str) -> Response:
     # Kafka Connect's ErrorMessage shape; clients key off error_code, so it always equals the HTTP status.
     return json_response({"error_code": status, "message": message}, status)
+
+
+def starting_response() -> Response:
+    """What every endpoint but /health answers until the worker can take requests (rest.readiness)."""
+    response = error_response(503, STARTING_MESSAGE)
+    response.headers["Retry-After"] = str(STARTING_RETRY_AFTER_S)
+    return response
 
 
 def empty_response(status: int) -> Response:

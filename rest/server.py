@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
 import os
@@ -193,6 +194,33 @@ def _bind_addresses(listener: Listener) -> list[tuple[str, int]]:
     return [("0.0.0.0", listener.port)]
 
 
+def _bind_error(listener: Listener) -> int | None:
+    """Why ``listener`` cannot be bound, as an errno: cheroot's error keeps only a text."""
+    for host, port in _bind_addresses(listener):
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as cheroot binds
+                probe.bind((host, port))
+        except OSError as e:
+            return e.errno
+    return None
+
+
+def _listen_failure(listener: Listener, error: OSError) -> str:
+    """The line a listener that cannot be bound becomes, naming the setting to change."""
+    code = _bind_error(listener)
+    if code == errno.EADDRINUSE:
+        return f"listeners={listener}: the port is in use by another process; choose another port in listeners"
+    if code == errno.EACCES:
+        return (f"listeners={listener}: this user may not listen on port {listener.port}; choose a port above "
+                "1023 in listeners")
+    if code == errno.EADDRNOTAVAIL:
+        return (f"listeners={listener}: {listener.host} is not an address of this host; choose one of its "
+                "addresses, or 0.0.0.0, in listeners")
+    return f"Cannot listen on {listener} for the REST API: {error.strerror or error}"
+
+
 class RestServer:
     """Serves ``app`` on every listener from ``worker_config``, one cheroot server per listener.
 
@@ -201,10 +229,14 @@ class RestServer:
     """
 
     def __init__(self, app: WsgiApp, worker_config: ConfigSource, threads: int = DEFAULT_THREADS,
-                 request_observer: RequestObserver | None = None, unix_socket: str | None = None) -> None:
+                 request_observer: RequestObserver | None = None, unix_socket: str | None = None,
+                 announce: bool = True) -> None:
         """``unix_socket``: serve on that socket path only (made readable by this user alone), not on the
-        listeners: the worker's server behind a REST front process."""
+        listeners: the worker's server behind a REST front process. ``announce=False``: ``start`` does not
+        log the listening line (the REST front process binds before the worker has accepted its config, and
+        the worker logs it once it has)."""
         self._app = app
+        self._announce = announce
         self._unix_socket = unix_socket
         self._request_observer = request_observer
         self._config = worker_config
@@ -273,7 +305,8 @@ class RestServer:
             except OSError as e:
                 last = e
         assert last is not None
-        raise OSError(last.errno, f"Cannot listen on {listener} for the REST API: {last.strerror or last}") from last
+        # one argument: its text alone is the error line, without an "[Errno n]" before it
+        raise OSError(_listen_failure(listener, last)) from last
 
     def start(self) -> None:
         with self._lock:
@@ -299,9 +332,11 @@ class RestServer:
                 self._threads_serving.append(thread)
                 thread.start()
         if self._unix_socket is not None:
-            log.info("REST server listening on %s, for the REST front process", self._unix_socket)
+            # a private detail, logged by the worker with the front's listeners once the front listens
+            log.debug("REST server listening on %s, for the REST front process", self._unix_socket)
             return
-        log.info("REST server listening on %s; advertised URL %s", ", ".join(self.urls), self.advertised_url())
+        if self._announce:
+            log.info("REST server listening on %s; advertised URL %s", ", ".join(self.urls), self.advertised_url())
         self._warn_if_exposed()
 
     def _warn_if_exposed(self) -> None:
@@ -338,7 +373,8 @@ class RestServer:
             thread.join(timeout)
             if thread.is_alive():
                 log.warning("REST server thread %s did not stop within %.0f s", thread.name, timeout)
-        log.info("REST server stopped")
+        # the worker's private server behind a REST front was never announced either
+        log.log(logging.INFO if self._unix_socket is None else logging.DEBUG, "REST server stopped")
 
     def __enter__(self) -> RestServer:
         self.start()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import subprocess
-import tomllib
 from pathlib import Path
 
 __all__ = ["commit_id", "project_version"]
@@ -20,6 +19,8 @@ def project_version() -> str:
     except importlib.metadata.PackageNotFoundError:
         pass
     # Running from a source tree that was never installed: the version lives in pyproject.toml.
+    import tomllib  # here only: every worker imports this module as it starts
+
     try:
         with open(_PROJECT_ROOT / "pyproject.toml", "rb") as f:
             return str(tomllib.load(f)["project"]["version"])

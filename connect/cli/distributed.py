@@ -7,8 +7,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from connect.cli.exit import CliError, fail
-from connect.cli.worker_process import WorkerProcess, keep_secrets_out_of_text, rest_worker_id
+from connect.cli import signals
+from connect.cli.exit import CliError
+from connect.cli.worker_process import WorkerProcess, keep_secrets_out_of_text, rest_worker_id, run_worker
 from connect.logging_setup import configure_logging
 
 __all__ = ["DistributedRuntime", "distributed_main"]
@@ -17,17 +18,15 @@ log = logging.getLogger("connect.cli")
 
 
 def distributed_main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # this process's own command line (`python -m` too): Ctrl-C is a quiet stop from now on
+        signals.install()
     parser = argparse.ArgumentParser(prog="connect-distributed",
                                      description="Run one worker of a distributed Headrace (Kafka Connect) cluster.")
     parser.add_argument("worker_config", help="worker .properties file (group.id, the three storage topics, "
                                               "bootstrap.servers)")
     args = parser.parse_args(argv)
     configure_logging()
-    try:
-        runtime = DistributedRuntime(args.worker_config)
-    except CliError as exc:
-        return fail(str(exc))
-    return runtime.run()
+    return run_worker(lambda: DistributedRuntime(args.worker_config))
 
 
 def rest_url(config: Any, worker_id: str) -> str:
@@ -44,11 +43,14 @@ class DistributedRuntime(WorkerProcess):
         from connect.runtime.worker_config import DistributedConfig
 
         super().__init__(worker_config_path, DistributedConfig)
+
+    def _check_config(self, path: str) -> None:
+        # before the REST front process starts: a config refused here has nothing listening
         if not self.config.uses_kafka:
-            raise CliError(f"{worker_config_path}: bootstrap.servers: a distributed worker needs a Kafka cluster "
+            raise CliError(f"{path}: bootstrap.servers: a distributed worker needs a Kafka cluster "
                            "(its workers share the internal topics there); without Kafka, run connect-standalone")
         if not self.config.get_list("listeners"):
-            raise CliError(f"{worker_config_path}: listeners: a distributed worker needs a REST listener (the "
+            raise CliError(f"{path}: listeners: a distributed worker needs a REST listener (the "
                            "workers forward requests to each other)")
 
     def start(self) -> None:
@@ -67,6 +69,7 @@ class DistributedRuntime(WorkerProcess):
             log.info("Kafka cluster id: %s", admin.cluster_id())
         finally:
             admin.close()
+        signals.raise_if_requested()
         worker_id = rest_worker_id(config)
         url = rest_url(config, worker_id)
         offsets = KafkaOffsetStore(backend, config.offset_storage_topic,

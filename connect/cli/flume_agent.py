@@ -88,8 +88,8 @@ class _Component:
     def refuse_rest(self, what: str) -> None:
         for key in sorted(set(self.keys) - self.used):
             self.out.refuse(self.prefix + key, self.keys[key], f"not a key Headrace knows for {what}; "
-                            "remove it (check its spelling against the Flume User Guide) or see the README's "
-                            "Flume section for what is supported")
+                            "remove it (check its spelling against the Flume User Guide) or see "
+                            "docs/guide/connectors/flume.md for what is supported")
 
 
 def _listener(c: _Component, scheme: str, default_port: str | None = None) -> str:

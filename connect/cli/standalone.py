@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from connect.api.errors import ConfigException
-from connect.cli.exit import CliError, fail
-from connect.cli.worker_process import WorkerProcess, keep_secrets_out_of_text, rest_worker_id
+from connect.cli import signals
+from connect.cli.exit import CliError
+from connect.cli.worker_process import WorkerProcess, keep_secrets_out_of_text, rest_worker_id, run_worker
 from connect.logging_setup import configure_logging
 
 if TYPE_CHECKING:  # imported when they start: `headrace` tools need neither
@@ -22,6 +23,8 @@ log = logging.getLogger("connect.cli")
 
 
 def standalone_main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # this process's own command line (`python -m` too): Ctrl-C is a quiet stop from now on
+        signals.install()
     parser = argparse.ArgumentParser(
         prog="connect-standalone",
         description="Run a standalone Headrace worker with the given connector configs.",
@@ -30,11 +33,7 @@ def standalone_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("connector_configs", nargs="*", help="connector .properties or .json files")
     args = parser.parse_args(argv)
     configure_logging()
-    try:
-        runtime = StandaloneRuntime(args.worker_config, args.connector_configs)
-    except CliError as exc:
-        return fail(str(exc))
-    return runtime.run()
+    return run_worker(lambda: StandaloneRuntime(args.worker_config, args.connector_configs))
 
 
 class StandaloneRuntime(WorkerProcess):
@@ -43,18 +42,22 @@ class StandaloneRuntime(WorkerProcess):
     MODE = "standalone"
 
     def __init__(self, worker_config_path: str, connector_paths: Sequence[str]) -> None:
-        from connect.runtime.properties import load_config_file
         from connect.runtime.worker_config import StandaloneConfig
 
-        super().__init__(worker_config_path, StandaloneConfig)
+        self.connector_paths = list(connector_paths)
         self.connector_configs: list[tuple[str, dict[str, str]]] = []
-        for path in connector_paths:
+        self.herder: StandaloneHerder | None = None
+        super().__init__(worker_config_path, StandaloneConfig)
+
+    def _check_with_plugins(self, path: str) -> None:
+        from connect.runtime.properties import load_config_file
+
+        for connector_path in self.connector_paths:
             try:
-                self.connector_configs.append((path, load_config_file(path)))
+                self.connector_configs.append((connector_path, load_config_file(connector_path)))
             except ConfigException as exc:
                 raise CliError(str(exc)) from exc
         self._validate_connector_files()
-        self.herder: StandaloneHerder | None = None
 
     def _validate_connector_files(self) -> None:
         from connect.runtime.connector_validation import ConnectorConfigValidator
@@ -62,9 +65,15 @@ class StandaloneRuntime(WorkerProcess):
         validator = ConnectorConfigValidator.for_worker(self.plugins, self.config)
         lines = []
         for path, props in self.connector_configs:
-            result = validator.validate(props)
-            for key, err in result.errors:
-                lines.append(f"{path}: {key}: {err}" if key not in err else f"{path}: {err}")
+            reported: set[str] = set()
+            for key, err in validator.validate(props).errors:
+                # one rule may fail on several keys with one message (topics and topics.regex: "Must configure
+                # one of topics or topics.regex"): one line, naming the first key
+                if err in reported:
+                    continue
+                reported.add(err)
+                names_key = f"configuration {key}" in err or err.startswith(f"{key}:")
+                lines.append(f"{path}: {err}" if names_key else f"{path}: {key}: {err}")
         if lines:
             raise CliError("\nERROR ".join(lines))
 
@@ -78,6 +87,7 @@ class StandaloneRuntime(WorkerProcess):
         # the owner: a second worker on the same embedded.log.dir is refused here, before anything runs
         backend = open_log_backend(self.config.backend_config(), owner=True)
         self.backend = backend
+        signals.raise_if_requested()
         if self.config.uses_kafka:
             # As Kafka Connect does at start-up: an unreachable cluster is one error (within request.timeout.ms)
             # before the REST server or any connector starts, not a hang.
@@ -94,9 +104,13 @@ class StandaloneRuntime(WorkerProcess):
         worker = Worker(worker_id, self.config, self.plugins, backend, offsets, status)
         keep_secrets_out_of_text(worker.config_transformer, status)
         self.herder = StandaloneHerder(worker, self._config_store(backend, offsets_file, worker_id))
+        signals.raise_if_requested()
         self._start_rest(self.herder)
-        self.herder.start(ready=False)
+        signals.raise_if_requested()
+        from_files = {props.get("name", "").strip() for _, props in self.connector_configs}
+        self.herder.start(ready=False, from_files=from_files)
         for path, props in self.connector_configs:
+            signals.raise_if_requested()  # before each connector: each may take a while to start
             info = self.herder.apply_connector_file(props)
             log.info("[%s] Created connector from %s (%s, %d task(s))", info.name, path, info.type.value,
                      len(info.tasks))

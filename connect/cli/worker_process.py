@@ -11,10 +11,12 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from connect.api.errors import ConfigException, ConnectException
+from connect.cli import signals
 from connect.cli.exit import EXIT_RUNTIME, CliError, fail
 from connect.log.api import LogError
 from connect.runtime.worker_identity import advertised_host
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from rest import RestServer
     from rest.front_process import FrontLaunch, RestFrontProcess
 
-__all__ = ["WorkerProcess", "keep_secrets_out_of_text", "load_worker_config", "rest_worker_id"]
+__all__ = ["WorkerProcess", "keep_secrets_out_of_text", "load_worker_config", "rest_worker_id", "run_worker"]
 
 log = logging.getLogger("connect.cli")
 
@@ -32,6 +34,30 @@ log = logging.getLogger("connect.cli")
 # under way (5 s), the REST front process's stop (up to 10 s), the log's close. Past the two together, the
 # process exits without waiting further.
 _SHUTDOWN_MARGIN_S = 30.0
+# how soon a started worker notices a stop signal (its handler only notes it: see connect.cli.signals)
+_STOP_POLL_S = 0.2
+
+
+def run_worker(make: Callable[[], WorkerProcess]) -> int:
+    """Make the worker process (config, front process, plugins: each step may refuse to go on) and run it; the
+    exit status. A stop signal before it runs ends it quietly."""
+    from connect.runtime.gc_policy import hold_collection, resume_collection
+
+    hold_collection()  # until run() settles the heap (connect.runtime.gc_policy)
+    try:
+        signals.raise_if_requested()
+        runtime = make()
+    except CliError as exc:
+        resume_collection()
+        return fail(str(exc))
+    except signals.StopRequested as stop:  # nothing runs yet; what had started is stopped
+        resume_collection()
+        log.info("Stopped during start-up (%s)", stop)
+        return stop.exit_status
+    except BaseException:
+        resume_collection()
+        raise
+    return runtime.run()
 
 
 def load_worker_config(path: str, config_cls: type) -> Any:  # a WorkerConfig subclass instance
@@ -75,24 +101,51 @@ class WorkerProcess(abc.ABC):
     MODE = "worker"
 
     def __init__(self, worker_config_path: str, config_cls: type) -> None:
+        """Load and check the config, start the REST front process, load the plugins and check what needs
+        them (``_check_config``, ``_check_with_plugins``); ``signals.StopRequested`` between the steps. On any
+        failure the front process is stopped before the error goes up, so none of its lines follow it."""
         from connect.runtime.plugins import PluginRegistry
 
-        self.config = load_worker_config(worker_config_path, config_cls)
-        self._front_launch: FrontLaunch | None = None
-        if self.config.rest_separate_process and self.config.get_list("listeners"):
-            from rest.front_process import FrontLaunch
-
-            # it starts and binds the listeners while this worker loads its plugins and state; should this
-            # worker fail to start, the front exits when the channel closes with this process
-            self._front_launch = FrontLaunch(self.config.originals)
-        self.plugins = PluginRegistry(self.config.get_list("plugin.path"))
-        self._check_worker_plugins(worker_config_path)
         self._stop = threading.Event()
         self._fatal: str | None = None
+        self._front_launch: FrontLaunch | None = None
         self.herder: Any = None
         self.rest: RestServer | RestFrontProcess | None = None
         self.backend: Any = None
         self.schema_registry: Any = None
+        self.config = load_worker_config(worker_config_path, config_cls)
+        for line in self.config.unknown_key_warnings():  # accepted, as Kafka Connect accepts them, but said
+            log.warning(line)
+        self._check_config(worker_config_path)
+        signals.raise_if_requested()
+        try:
+            if self.config.rest_separate_process and self.config.get_list("listeners"):
+                from rest.front_process import FrontLaunch
+
+                # it starts and binds the listeners while this worker loads its plugins and state; it says
+                # nothing until this worker has accepted its config and logs where it listens
+                self._front_launch = FrontLaunch(self.config.originals)
+                signals.raise_if_requested()
+            self.plugins = PluginRegistry(self.config.get_list("plugin.path"))
+            signals.raise_if_requested()
+            self._check_worker_plugins(worker_config_path)
+            self._check_with_plugins(worker_config_path)
+            signals.raise_if_requested()
+        except BaseException:
+            self._close_front_launch()
+            raise
+
+    def _check_config(self, path: str) -> None:  # noqa: B027 - optional hook
+        """What the mode requires of its worker config, beyond its ConfigDef: CliError naming the key."""
+
+    def _check_with_plugins(self, path: str) -> None:  # noqa: B027 - optional hook
+        """Further checks that need the plugins (connector files): CliError naming the file and key."""
+
+    def _close_front_launch(self) -> None:
+        if self._front_launch is not None:  # the worker failed or stopped before its REST server started
+            self._front_launch.close()
+            self._front_launch.remove_directory()
+            self._front_launch = None
 
     def _check_worker_plugins(self, path: str) -> None:
         for key, kind in (("key.converter", "converter"), ("value.converter", "converter"),
@@ -151,14 +204,20 @@ class WorkerProcess(abc.ABC):
                                                       default_compatibility=level))
 
     def run(self) -> int:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: self._stop.set())
+        signals.install()  # done by the console script already; here for any other caller
         from connect.runtime.gc_policy import settle_heap
 
         settle_heap()  # plugins are loaded: what is alive now lives as long as the process
         sys.setswitchinterval(self.config.python_switch_interval_us / 1_000_000)
         try:
+            signals.raise_if_requested()
             self.start()
+        except signals.StopRequested as stop:
+            log.info("Shutting down during start-up (%s)", stop)
+            self._arm_shutdown_watchdog()
+            self.shutdown()
+            log.info("Headrace %s worker stopped", self.MODE)
+            return stop.exit_status
         except (ConfigException, ConnectException, LogError, OSError) as exc:
             log.debug("start-up failed", exc_info=exc)
             self.shutdown()
@@ -168,15 +227,19 @@ class WorkerProcess(abc.ABC):
             self.shutdown()
             return fail(f"worker failed to start: {exc}", EXIT_RUNTIME)
         log.info("Headrace %s worker started", self.MODE)
-        # with a timeout: the kernel may hand SIGTERM to another thread, and a wait without one is not
-        # woken for the handler, which only ever runs on this thread
-        while not self._stop.wait(0.5):
+        # polled: the signal handler only notes the signal (it may not take the event's lock), and the wait
+        # for a fatal error from another thread is not woken by a signal either
+        while not self._stop.wait(_STOP_POLL_S) and signals.requested() is None:
             pass
-        log.info("Shutting down")
+        fatal = self._fatal  # what ended the wait: a signal that comes during the stop does not hide it
+        signum = signals.requested() if fatal is None else None
+        log.info("Shutting down%s", f" ({signal.Signals(signum).name})" if signum is not None else "")
         self._arm_shutdown_watchdog()
         self.shutdown()
         log.info("Headrace %s worker stopped", self.MODE)
-        return 0 if self._fatal is None else fail(self._fatal, EXIT_RUNTIME)
+        if fatal is not None:
+            return fail(fatal, EXIT_RUNTIME)
+        return signals.exit_status(signum) if signum is not None else 0
 
     def _arm_shutdown_watchdog(self) -> None:
         """A stop that hangs (a request handler or a thread that never returns: the REST server waits for its
@@ -186,10 +249,7 @@ class WorkerProcess(abc.ABC):
                          daemon=True).start()
 
     def shutdown(self) -> None:
-        if self._front_launch is not None:  # the worker failed before its REST server started
-            self._front_launch.close()
-            self._front_launch.remove_directory()
-            self._front_launch = None
+        self._close_front_launch()
         if self.schema_registry is not None:
             # before the REST server's stop, which waits for requests under way: a compatibility check is
             # CPU-bound and may take seconds, and this ends it now (its request answers 503)

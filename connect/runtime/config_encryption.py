@@ -12,12 +12,12 @@ worker's state (backups included) or the stored passwords cannot be read.
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-
-from cryptography.fernet import Fernet, InvalidToken
+from typing import TYPE_CHECKING
 
 from connect.api.errors import ConfigException, ConnectException
 
@@ -37,13 +37,31 @@ def default_key_file(offsets_file: str | Path) -> Path:
     return offsets.with_name(offsets.name + ".config-key")
 
 
+if TYPE_CHECKING:
+    from cryptography.fernet import Fernet
+
+
 class ConfigEncryption:
     def __init__(self, key: bytes | str) -> None:
+        # checked here as Fernet checks it, so that a bad key stops the worker as it starts; cryptography itself
+        # is imported with the first PASSWORD value to encrypt or decrypt (most workers have none; a twentieth
+        # of a CPU-second of every start)
         try:
-            self._fernet = Fernet(key)
+            if len(base64.urlsafe_b64decode(key)) != 32:
+                raise ValueError("not 32 bytes")
         except (ValueError, TypeError):
             raise ConfigException("config.storage.encryption.key", None,
                                   "not a Fernet key (32 bytes, URL-safe base64, 44 characters)") from None
+        self._key = key
+        self._fernet_instance: Fernet | None = None
+
+    @property
+    def _fernet(self) -> Fernet:
+        if self._fernet_instance is None:
+            from cryptography.fernet import Fernet
+
+            self._fernet_instance = Fernet(self._key)
+        return self._fernet_instance
 
     @classmethod
     def from_worker_config(cls, config: Mapping[str, object], offsets_file: str | Path) -> ConfigEncryption:
@@ -80,6 +98,8 @@ class ConfigEncryption:
         return ENCRYPTED_PREFIX + self._fernet.encrypt(value.encode("utf-8")).decode("ascii")
 
     def decrypt(self, value: str) -> str:
+        from cryptography.fernet import InvalidToken
+
         try:
             return self._fernet.decrypt(value[len(ENCRYPTED_PREFIX):].encode("ascii")).decode("utf-8")
         except (InvalidToken, UnicodeError):
@@ -110,6 +130,6 @@ def _create_key_file(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as fh:
-        fh.write(Fernet.generate_key() + b"\n")
+        fh.write(base64.urlsafe_b64encode(os.urandom(32)) + b"\n")  # as Fernet.generate_key()
         fh.flush()
         os.fsync(fh.fileno())

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Collection, Hashable, Iterator, Mapping
 from typing import Any
 
 from connect.api.errors import ConfigException
@@ -67,15 +67,27 @@ class StandaloneHerder(AbstractHerder):
         self.make_task_restarter(worker.config, self.restart_task)
 
     # --- lifecycle ------------------------------------------------------------------------------------------
-    def start(self, ready: bool = True) -> None:
+    def start(self, ready: bool = True, from_files: Collection[str] = ()) -> None:
         """``ready=False``: the worker still has connector files to apply, and calls ``mark_ready`` after them
-        (KIP-1017: a standalone worker is ready once the connectors on its command line are started)."""
+        (KIP-1017: a standalone worker is ready once the connectors on its command line are started).
+        ``from_files``: the names of those connectors."""
         self.store.start()
         snapshot = self.store.snapshot
         for name in sorted(snapshot.connectors):
-            log.info("[%s] Restoring connector from config topic (target state %s)", name,
-                     snapshot.target_state(name).value)
+            target = snapshot.target_state(name)
+            if name in from_files:
+                log.info("[%s] Restoring connector from config topic (target state %s); its file on the command "
+                         "line is applied next", name, target.value)
+                self._start_connector(name)
+                continue
             self._start_connector(name)
+            # Unlike Kafka Connect's standalone mode, such a connector outlives the run that made it: a user who
+            # expects only the command line's connectors is told where this one came from
+            state = "" if target is TargetState.STARTED else f"target state {target.value}; "
+            log.info("Restored connector %s from config topic %s (created in an earlier run, over REST or from a "
+                     "file no longer on the command line; %sDELETE /connectors/%s to remove it)",
+                     name, self.store.topic, state, name)
+            self.log_unknown_keys(name, snapshot.connectors[name])
         if self.task_restarter is not None:
             self.task_restarter.start()
         if ready:
@@ -465,5 +477,6 @@ class StandaloneHerder(AbstractHerder):
                 # restored from the config topic just before, as it is in the file: restarting it would only
                 # cost its tasks a stop and start (long for a Spark query)
                 log.info("[%s] Connector config from the file is unchanged; keeping the running connector", name)
+                self.log_unknown_keys(name, config)
                 return self._info(name)
         return self.put_connector_config(name, config, allow_replace=True)[1]

@@ -8,15 +8,15 @@ from pathlib import Path
 from flask import Blueprint, Response
 
 from rest.context import current_herder
+from rest.readiness import STARTING_MESSAGE
 from rest.responses import json_response
 from rest.server_info import commit_id, project_version
 
-__all__ = ["OPENAPI_PATH", "bp"]
+__all__ = ["OPENAPI_PATH", "STARTING_MESSAGE", "bp"]
 
 OPENAPI_PATH = Path(__file__).resolve().parent.parent / "openapi.json"
 
 HEALTHY_MESSAGE = "Worker has completed startup and is ready to handle requests."
-STARTING_MESSAGE = "Worker is still starting up and cannot handle requests yet."
 
 bp = Blueprint("root", __name__)
 

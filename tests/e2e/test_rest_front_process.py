@@ -129,7 +129,7 @@ def test_a_listener_in_use_is_one_line_and_a_non_zero_exit(tmp_path: Path) -> No
         assert proc.proc is not None
         assert proc.proc.wait(60) != 0
     log = proc.log()
-    assert f"Cannot listen on http://127.0.0.1:{port} for the REST API" in log
+    assert f"listeners=http://127.0.0.1:{port}: the port is in use by another process" in log
     assert "Traceback" not in log
 
 
@@ -138,7 +138,7 @@ def test_sigterm_stops_both_and_leaves_no_socket_behind(tmp_path: Path) -> None:
     w = RestWorker(tmp_path, rest_separate_process="true").start()
     assert w.proc is not None and w.proc.proc is not None
     front = _front_pid(w.proc.proc.pid)
-    found = re.search(r"REST server listening on (\S+/worker\.sock)", w.proc.log())
+    found = re.search(r"passes requests on to this worker at (\S+/worker\.sock)", w.proc.log())
     assert found is not None and Path(found[1]).exists()
     started = time.monotonic()
     w.stop()
