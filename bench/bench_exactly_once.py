@@ -1,8 +1,14 @@
 """What exactly-once costs: FileStreamSource -> log records/s with exactly-once off and on, in the same run.
 
-A real ``connect-standalone`` runs FileStreamSource over the same file in three modes on each backend:
+A real ``connect-standalone`` runs FileStreamSource over the same file in three modes on each backend,
+first with the shipped files (configs/connect-standalone.properties and connect-file-source.properties: the
+headline), then, labelled, ``tuned``: the settings this benchmark used before issue #37 (StringConverter,
+``offset.flush.interval.ms=1000``, ``listeners=`` with no REST, ``batch.size`` ``--batch``). Every run changes only
+the REST port, the backend (``bootstrap.servers`` for Kafka), fresh topic and connector names, and the settings
+of its mode below; it runs in a fresh directory holding the input as ``test.txt``, so the shipped relative
+paths land there.
 
-- ``off``: ``exactly.once.source.support=disabled`` (at-least-once, offsets flushed every second);
+- ``off``: ``exactly.once.source.support=disabled`` (at-least-once);
 - ``poll``: exactly once, a transaction per poll (``transaction.boundary=poll``, batch.size lines);
 - ``interval``: exactly once, a transaction per second (``transaction.boundary=interval``,
   ``transaction.boundary.interval.ms=1000``).
@@ -31,36 +37,47 @@ import time
 import uuid
 from pathlib import Path
 
-from connect.api.topic_partition import TopicPartition
-from connect.log import open_log_backend
-from connect.log.api import Consumer, LogBackend
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._configs import WORKER, Changes, Variant, free_port, write_shipped  # noqa: E402
+from connect.api.topic_partition import TopicPartition  # noqa: E402
+from connect.log import open_log_backend  # noqa: E402
+from connect.log.api import Consumer, LogBackend  # noqa: E402
 
 MODES = ("off", "poll", "interval")
+SOURCE = "connect-file-source.properties"
+
+def variants(batch: int) -> dict[str, Variant]:
+    """The headline (the shipped files) and the settings this benchmark used before issue #37."""
+    return {
+        "shipped": Variant("shipped"),
+        "tuned": Variant("tuned", "key/value.converter=StringConverter (schemas.enable dropped), "
+                                  f"offset.flush.interval.ms=1000, listeners= (no REST), source batch.size={batch}",
+                         worker={"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                                 "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+                                 "key.converter.schemas.enable": None, "value.converter.schemas.enable": None,
+                                 "offset.flush.interval.ms": "1000", "listeners": ""},
+                         source={"batch.size": str(batch)}),
+    }
+INTRINSIC = ("the REST port; the backend (the shipped embedded.log.dir, or bootstrap.servers for Kafka); fresh "
+             "offset/config storage topics and connector name and topic per run; exactly.once.source.support, and "
+             "on the connector exactly.once.support=required, transaction.boundary=<mode>, "
+             "transaction.boundary.interval.ms=1000 (the case); each run in a fresh directory holding the input as "
+             "test.txt, so the shipped relative paths land there")
 
 
-def _worker_props(work: Path, backend: dict[str, str], mode: str) -> Path:
-    lines = [f"{k}={v}" for k, v in backend.items()]
-    lines += ["key.converter=org.apache.kafka.connect.storage.StringConverter",
-              "value.converter=org.apache.kafka.connect.storage.StringConverter",
-              f"offset.storage.file.filename={work / 'connect.offsets'}",
-              "offset.flush.interval.ms=1000", "listeners=",
-              f"exactly.once.source.support={'disabled' if mode == 'off' else 'enabled'}",
-              f"offset.storage.topic=bench-offsets-{uuid.uuid4().hex[:8]}",
-              f"config.storage.topic=bench-configs-{uuid.uuid4().hex[:8]}"]
-    path = work / "worker.properties"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+def _mode_worker(backend: dict[str, str], mode: str) -> Changes:
+    return {**backend, "listeners": f"http://127.0.0.1:{free_port()}",
+            "exactly.once.source.support": "disabled" if mode == "off" else "enabled",
+            "offset.storage.topic": f"bench-offsets-{uuid.uuid4().hex[:8]}",
+            "config.storage.topic": f"bench-configs-{uuid.uuid4().hex[:8]}"}
 
 
-def _connector_props(work: Path, src: Path, topic: str, mode: str, batch: int) -> Path:
-    props = {"name": f"bench-eos-{uuid.uuid4().hex[:6]}", "connector.class": "FileStreamSource", "file": src,
-             "topic": topic, "batch.size": batch}
+def _mode_source(topic: str, mode: str) -> Changes:
+    props: Changes = {"name": f"bench-eos-{uuid.uuid4().hex[:6]}", "topic": topic}
     if mode != "off":
         props.update({"exactly.once.support": "required", "transaction.boundary": mode,
-                      "transaction.boundary.interval.ms": 1000})
-    path = work / "source.properties"
-    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    return path
+                      "transaction.boundary.interval.ms": "1000"})
+    return props
 
 
 def _assign(backend: LogBackend, topic: str, isolation: str) -> Consumer:
@@ -81,19 +98,30 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def write_run_configs(run: Path, backend: dict[str, str], topic: str, mode: str, variant: Variant) -> None:
+    """The shipped worker and source files, with the backend's settings (none: the shipped embedded log), the
+    mode's and the variant's changes, into ``run``."""
+    write_shipped(run / WORKER, WORKER, _mode_worker(backend, mode), variant.worker)
+    write_shipped(run / SOURCE, SOURCE, _mode_source(topic, mode), variant.source)
+
+
 def run_mode(work: Path, backend: dict[str, str], src: Path, records: int, mode: str,
-             batch: int) -> tuple[float, float]:
+             variant: Variant) -> tuple[float, float]:
     """(seconds, worker CPU seconds) from the first record in the topic (as read_uncommitted sees it) until
     a read_committed consumer has seen the last one: what a downstream reader waits, commits included,
-    and what the worker spent meanwhile."""
-    (work / "connect.offsets").unlink(missing_ok=True)
+    and what the worker spent meanwhile. The worker runs in a fresh directory under ``work``."""
+    run = work / f"{variant.label}-{mode}-{uuid.uuid4().hex[:6]}"
+    run.mkdir()
+    os.link(src, run / "test.txt")
+    embedded = "embedded.log.dir" in backend
+    if embedded:  # the shipped relative log directory, as the reader must see it
+        backend = {"embedded.log.dir": str(run / "headrace-data")}
     topic = f"bench-eos-{mode}-{uuid.uuid4().hex[:8]}"
+    write_run_configs(run, {} if embedded else backend, topic, mode, variant)
     exe = Path(sys.executable).with_name("connect-standalone")
-    log_path = work / f"worker-{mode}.log"
+    log_path = run / "worker.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([str(exe), str(_worker_props(work, backend, mode)),
-                                 str(_connector_props(work, src, topic, mode, batch))],
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([str(exe), WORKER, SOURCE], cwd=run, stdout=log, stderr=subprocess.STDOUT)
     reader: LogBackend | None = None
     first_seen: Consumer | None = None
     committed: Consumer | None = None
@@ -138,11 +166,46 @@ def run_mode(work: Path, backend: dict[str, str], src: Path, records: int, mode:
             reader.close()
 
 
+def _relative(cost: float, base: float) -> float:
+    # a short run can take less than one clock tick of CPU (/proc counts in 10 ms)
+    return cost / base - 1 if base > 0 else float("nan")
+
+
+def measure(work: Path, name: str, backend: dict[str, str], src: Path, args: argparse.Namespace,
+            variant: Variant, mb: float) -> None:
+    times: dict[str, list[float]] = {m: [] for m in MODES}
+    cpus: dict[str, list[float]] = {m: [] for m in MODES}
+    costs: dict[str, list[float]] = {m: [] for m in MODES[1:]}
+    cpu_costs: dict[str, list[float]] = {m: [] for m in MODES[1:]}
+    for r in range(args.rounds):
+        measured = {m: run_mode(work, backend, src, args.records, m, variant) for m in MODES}
+        for m, (t, cpu) in measured.items():
+            times[m].append(t)
+            cpus[m].append(cpu)
+        for m in MODES[1:]:
+            costs[m].append(_relative(measured[m][0], measured["off"][0]))
+            cpu_costs[m].append(_relative(measured[m][1], measured["off"][1]))
+        print(f"  {name} round {r + 1}: " + ", ".join(
+            f"{m} {args.records / t:,.0f} rec/s ({cpu * 1e6 / args.records:.2f} us CPU/rec)"
+            for m, (t, cpu) in measured.items()), flush=True)
+    for m in MODES:
+        t = statistics.median(times[m])
+        cpu_us = statistics.median(cpus[m]) * 1e6 / args.records
+        line = (f"{name:8s} {variant.label:8s} {m:8s} {args.records / t:>12,.0f} records/s {mb / t:8.1f} MB/s"
+                f" {cpu_us:6.2f} us worker CPU/record")
+        if m != "off":
+            line += (f"   cost vs off: wall {statistics.median(costs[m]) * 100:+.1f}%,"
+                     f" CPU {statistics.median(cpu_costs[m]) * 100:+.1f}%")
+        print(line, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=500_000)
     parser.add_argument("--width", type=int, default=100, help="bytes per line")
-    parser.add_argument("--batch", type=int, default=5000, help="FileStreamSource batch.size")
+    parser.add_argument("--batch", type=int, default=5000, help="the tuned variant's FileStreamSource batch.size")
+    parser.add_argument("--variants", nargs="+", choices=("shipped", "tuned"), default=["shipped", "tuned"],
+                        help="which settings, in this order (shipped is the headline)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--backends", default="embedded,kafka")
     parser.add_argument("--bootstrap-servers", help="an existing broker instead of starting one")
@@ -158,7 +221,7 @@ def main() -> None:
         backends: dict[str, dict[str, str]] = {}
         for name in args.backends.split(","):
             if name == "embedded":
-                backends[name] = {"embedded.log.dir": str(work / "data")}
+                backends[name] = {"embedded.log.dir": "headrace-data"}  # the shipped one, in each run's directory
             elif name == "kafka":
                 bootstrap = args.bootstrap_servers
                 if bootstrap is None:
@@ -169,33 +232,15 @@ def main() -> None:
                     bootstrap = kafka.bootstrap_servers
                 backends[name] = {"bootstrap.servers": bootstrap}
         try:
-            print(f"{args.records} records of {args.width} B ({mb:.0f} MB), batch.size {args.batch}, "
-                  f"{args.rounds} round(s)")
+            print(f"{args.records} records of {args.width} B ({mb:.0f} MB), {args.rounds} round(s)")
+            print("headline: configs/connect-standalone.properties and connect-file-source.properties as shipped "
+                  f"(batch.size 2000, offset.flush.interval.ms 10000, JsonConverter with schemas, REST on); "
+                  f"changed only: {INTRINSIC}")
             for name, backend in backends.items():
-                times: dict[str, list[float]] = {m: [] for m in MODES}
-                cpus: dict[str, list[float]] = {m: [] for m in MODES}
-                costs: dict[str, list[float]] = {m: [] for m in MODES[1:]}
-                cpu_costs: dict[str, list[float]] = {m: [] for m in MODES[1:]}
-                for r in range(args.rounds):
-                    measured = {m: run_mode(work, backend, src, args.records, m, args.batch) for m in MODES}
-                    for m, (t, cpu) in measured.items():
-                        times[m].append(t)
-                        cpus[m].append(cpu)
-                    for m in MODES[1:]:
-                        costs[m].append(measured[m][0] / measured["off"][0] - 1)
-                        cpu_costs[m].append(measured[m][1] / measured["off"][1] - 1)
-                    print(f"  {name} round {r + 1}: " + ", ".join(
-                        f"{m} {args.records / t:,.0f} rec/s ({cpu * 1e6 / args.records:.2f} us CPU/rec)"
-                        for m, (t, cpu) in measured.items()), flush=True)
-                for m in MODES:
-                    t = statistics.median(times[m])
-                    cpu_us = statistics.median(cpus[m]) * 1e6 / args.records
-                    line = (f"{name:8s} {m:8s} {args.records / t:>12,.0f} records/s {mb / t:8.1f} MB/s"
-                            f" {cpu_us:6.2f} us worker CPU/record")
-                    if m != "off":
-                        line += (f"   cost vs off: wall {statistics.median(costs[m]) * 100:+.1f}%,"
-                                 f" CPU {statistics.median(cpu_costs[m]) * 100:+.1f}%")
-                    print(line)
+                for label in args.variants:
+                    variant = variants(args.batch)[label]
+                    print(f"== {name}, {variant.title()}", flush=True)
+                    measure(work, name, backend, src, args, variant, mb)
         finally:
             if kafka is not None:
                 kafka.stop()

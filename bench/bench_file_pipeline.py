@@ -18,6 +18,15 @@ another (no log, no connector logic).
 
     python bench/bench_file_pipeline.py --lines 1000000
     python bench/bench_file_pipeline.py --lines 1000000 --variants shipped tuned --rounds 3
+
+``--against-commit REV`` (or ``--against DIR``, a source tree) runs an interleaved A/B instead: the shipped
+configs of each tree, this tree's run then the other's, ``--rounds`` times. The other tree is installed into a
+temporary virtual environment (on top of this interpreter's packages, so only what it needs beyond them is
+fetched) and its worker runs from there. It prints throughput, spawn to last
+line, worker CPU seconds for the whole job and peak RSS (the sum of VmHWM over the worker's process tree), with
+the ratios this/other (issue #37 compares against fe66324):
+
+    python bench/bench_file_pipeline.py --against-commit fe66324 --rounds 4
 """
 
 from __future__ import annotations
@@ -31,22 +40,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
-WORKER, SOURCE, SINK = "connect-standalone.properties", "connect-file-source.properties", "connect-file-sink.properties"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._configs import CONFIGS, WORKER, Variant, with_changes  # noqa: E402
 
-
-@dataclass(frozen=True)
-class Variant:
-    """Settings changed from the shipped files, by file; a value None drops the key."""
-
-    label: str
-    changes: str = "shipped configs/ (only the REST port changed)"
-    worker: dict[str, str | None] = field(default_factory=dict)
-    source: dict[str, str | None] = field(default_factory=dict)
-    sink: dict[str, str | None] = field(default_factory=dict)
+SOURCE, SINK = "connect-file-source.properties", "connect-file-sink.properties"
 
 
 _STRING = {"key.converter": "org.apache.kafka.connect.storage.StringConverter",
@@ -56,7 +56,7 @@ _BATCH_SOURCE = {"batch.size": "5000"}
 _BATCH_SINK = {"consumer.override.max.poll.records": "5000"}
 
 VARIANTS = {
-    "shipped": Variant("shipped"),
+    "shipped": Variant("shipped", "shipped configs/ (only the REST port changed)"),
     "string": Variant("string", "key.converter, value.converter=StringConverter (schemas.enable lines dropped)",
                       worker=dict(_STRING)),
     "batches": Variant("batches", "source batch.size=5000, sink consumer.override.max.poll.records=5000",
@@ -67,22 +67,6 @@ VARIANTS = {
                      worker={**_STRING, "listeners": "", "offset.flush.interval.ms": "500"},
                      source=dict(_BATCH_SOURCE), sink=dict(_BATCH_SINK)),
 }
-
-
-def with_changes(text: str, changes: dict[str, str | None]) -> str:
-    """The properties text with each key of ``changes`` set (in place, or appended) or dropped (None)."""
-    out, seen = [], set()
-    for line in text.splitlines():
-        stripped = line.strip()
-        key = stripped.split("=", 1)[0].strip() if stripped and not stripped.startswith(("#", "!")) else None
-        if key in changes:
-            seen.add(key)
-            if changes[key] is not None:
-                out.append(f"{key}={changes[key]}")
-            continue
-        out.append(line)
-    out += [f"{k}={v}" for k, v in changes.items() if k not in seen and v is not None]
-    return "\n".join(out) + "\n"
 
 
 # cProfile sees one thread; the tasks run in threads of their own, so each thread gets a profiler and
@@ -149,16 +133,17 @@ def _tree_cpu(pid: int) -> float:
     return total
 
 
-def write_configs(work: Path, variant: Variant, extra: list[str]) -> None:
-    """The three shipped files, with ``variant``'s changes and ``extra`` worker settings, into ``work``."""
+def write_configs(work: Path, variant: Variant, extra: list[str], configs: Path = CONFIGS) -> None:
+    """The three shipped files (of ``configs``), with ``variant``'s changes and ``extra`` worker settings, into
+    ``work``."""
     worker = dict(variant.worker)
     worker.setdefault("listeners", f"http://127.0.0.1:{_free_port()}")
     for setting in extra:
         key, _, value = setting.partition("=")
         worker[key.strip()] = value.strip()
-    (work / WORKER).write_text(with_changes((CONFIGS / WORKER).read_text(), worker))
-    (work / SOURCE).write_text(with_changes((CONFIGS / SOURCE).read_text(), variant.source))
-    (work / SINK).write_text(with_changes((CONFIGS / SINK).read_text(), variant.sink))
+    (work / WORKER).write_text(with_changes((configs / WORKER).read_text(), worker))
+    (work / SOURCE).write_text(with_changes((configs / SOURCE).read_text(), variant.source))
+    (work / SINK).write_text(with_changes((configs / SINK).read_text(), variant.sink))
 
 
 def baseline(src: Path, dst: Path) -> float:
@@ -171,16 +156,46 @@ def baseline(src: Path, dst: Path) -> float:
     return time.perf_counter() - started
 
 
+def _tree_pids(pid: int) -> list[int]:
+    pids, pending = [], [pid]
+    while pending:
+        p = pending.pop()
+        pids.append(p)
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                pending += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def _tree_peak_rss_mib(pid: int) -> float:
+    """The sum over a process tree of each process's peak resident set (VmHWM), in MiB."""
+    total = 0
+    for p in _tree_pids(pid):
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+    return total / 1024
+
+
 @dataclass
 class Result:
     total: float  # spawn to last sink line
     steady: float  # first sink line to last
     cpu: float  # worker (and REST front) CPU seconds, spawn to last line
+    rss_mib: float = 0.0  # peak RSS of the worker's process tree
+
+
 
 
 def pipeline(work: Path, src: Path, lines: int, variant: Variant, extra: list[str],
-             profile: Path | None = None) -> Result:
-    """One worker run in ``work`` (its working directory) on the shipped configs with ``variant``'s changes."""
+             profile: Path | None = None, tree: Path | None = None) -> Result:
+    """One worker run in ``work`` (its working directory) on the shipped configs with ``variant``'s changes;
+    ``tree``: run that source tree's worker on its own shipped configs instead of this one's."""
     for stale in ("headrace-data", "test.sink.txt", "worker.log"):
         target = work / stale
         if target.is_dir():
@@ -189,15 +204,19 @@ def pipeline(work: Path, src: Path, lines: int, variant: Variant, extra: list[st
             target.unlink()
     if src.name != "test.txt":
         raise ValueError("the shipped source config reads test.txt")
-    write_configs(work, variant, extra)
+    write_configs(work, variant, extra, CONFIGS if tree is None else tree / "configs")
     sink = work / "test.sink.txt"
     exe = Path(sys.executable).with_name("connect-standalone")
     cmd = [str(exe), WORKER, SOURCE, SINK]
+    env = None
     if profile is not None:
         cmd = [sys.executable, "-c", _PROFILED_LAUNCH, str(profile), WORKER, SOURCE, SINK]
+    if tree is not None:
+        cmd = [str(tree / ".venv" / "bin" / "connect-standalone"), WORKER, SOURCE, SINK]
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     started = time.perf_counter()
     with open(work / "worker.log", "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         first = None
         while True:
@@ -211,10 +230,56 @@ def pipeline(work: Path, src: Path, lines: int, variant: Variant, extra: list[st
             time.sleep(0.05)
         done = time.perf_counter()
         cpu = _tree_cpu(proc.pid)
+        rss = _tree_peak_rss_mib(proc.pid)
     finally:
         proc.terminate()  # SIGTERM: a clean stop, so cProfile writes its file
         proc.wait(60)
-    return Result(done - started, done - (first or started), cpu)
+    return Result(done - started, done - (first or started), cpu, rss)
+
+
+def checkout(rev: str, into: Path) -> Path:
+    """This repository's commit ``rev`` as a source tree under ``into`` (a clone, so the working tree is
+    untouched)."""
+    repo = CONFIGS.parent
+    target = into / f"tree-{rev}"
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(repo), str(target)], check=True)
+    subprocess.run(["git", "-C", str(target), "checkout", "-q", rev], check=True)
+    install(target)
+    return target
+
+
+def install(tree: Path) -> None:
+    """``tree`` installed (not editable) into ``tree/.venv``, a venv that sees this interpreter's packages:
+    its console scripts, modules and plugin entry points are then that tree's, not this one's."""
+    venv = tree / ".venv"
+    if not (venv / "bin" / "connect-standalone").exists():
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                        "--disable-pip-version-check", str(tree)], check=True)
+
+
+def ab(work: Path, src: Path, lines: int, mb: float, other: Path, label: str, rounds: int, extra: list[str]) -> None:
+    """This tree against ``other``, interleaved, both on their own shipped configs."""
+    mine: list[Result] = []
+    theirs: list[Result] = []
+    for _ in range(rounds):
+        mine.append(pipeline(work, src, lines, VARIANTS["shipped"], extra))
+        theirs.append(pipeline(work, src, lines, VARIANTS["shipped"], extra, tree=other))
+    print(f"A/B, file -> embedded log -> file, {lines:,} lines ({mb:.1f} MB), each tree's shipped configs, "
+          f"{rounds} interleaved round(s), medians")
+    print(f"{'tree':<22}{'first-to-last/s':>16}{'spawn-to-last s':>17}{'CPU s':>8}{'peak RSS MiB':>14}")
+    rows = {"this tree": mine, label: theirs}
+    med = {name: (statistics.median(lines / r.steady for r in rs), statistics.median(r.total for r in rs),
+                  statistics.median(r.cpu for r in rs), statistics.median(r.rss_mib for r in rs))
+           for name, rs in rows.items()}
+    for name, (rate, total, cpu, rss) in med.items():
+        print(f"{name:<22}{rate:>16,.0f}{total:>17.2f}{cpu:>8.2f}{rss:>14.1f}")
+    a, b = med["this tree"], med[label]
+    print(f"{'ratio this/other':<22}{a[0] / b[0]:>16.2f}{a[1] / b[1]:>17.2f}{a[2] / b[2]:>8.2f}{a[3] / b[3]:>14.2f}"
+          "   (throughput: higher is better; the others: lower is better)")
+    for name, rs in rows.items():
+        print(f"  {name} per round: " + " ".join(f"{lines / r.steady:,.0f}/s {r.total:.2f}s {r.cpu:.2f}cpu "
+                                                 f"{r.rss_mib:.0f}MiB" for r in rs))
 
 
 def main() -> None:
@@ -226,6 +291,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="alternating rounds; medians printed")
     parser.add_argument("--worker-setting", action="append", default=[], metavar="KEY=VALUE",
                         help="one more worker setting for every variant, e.g. python.switch.interval.us=5000")
+    parser.add_argument("--against", metavar="DIR", help="A/B: another source tree, run interleaved with this one")
+    parser.add_argument("--against-commit", metavar="REV", help="A/B: this repository at REV (cloned to a temp dir)")
     parser.add_argument("--profile", metavar="DIR",
                         help="run each variant once under cProfile, writing DIR/<variant>.prof (slower; no figures)")
     args = parser.parse_args()
@@ -237,6 +304,14 @@ def main() -> None:
             for i in range(args.lines):
                 fh.write(f"{i:010d}{pad}\n")
         mb = src.stat().st_size / 1e6
+        if args.against or args.against_commit:
+            if args.against:
+                other = Path(args.against).resolve()
+                install(other)
+            else:
+                other = checkout(args.against_commit, work)
+            ab(work, src, args.lines, mb, other, args.against_commit or other.name, args.rounds, args.worker_setting)
+            return
         if args.profile:
             out = Path(args.profile)
             out.mkdir(parents=True, exist_ok=True)

@@ -3,22 +3,35 @@
 Two pipelines, each run by a real ``connect-standalone`` process:
 
 - FileStreamSource -> Kafka, beside a bare producer loop that reads the same
-  file and sends the same records (each line, no key, a CreateTime per batch
-  of lines) with the same client settings (acks=all, idempotence, linger.ms,
-  batch sizes: Headrace's producer defaults);
-- Kafka -> FileStreamSink, beside a bare consumer loop that reads the same
-  topic and writes each value and a newline to a file, with the same client
-  settings (Headrace's consumer defaults).
+  file and sends the same lines (no key, a CreateTime per batch of lines) with
+  the same client settings (acks=all, idempotence, linger.ms, batch sizes:
+  Headrace's producer defaults);
+- Kafka -> FileStreamSink (reading the topic its own source run filled), beside
+  a bare consumer loop that reads the bare producer's topic and writes each
+  value and a newline to a file, with the same client settings (Headrace's
+  consumer defaults).
+
+The headline runs the shipped files: configs/connect-standalone.properties plus
+``bootstrap.servers`` (as the README's "Running on Kafka" says), and
+configs/connect-file-source.properties / connect-file-sink.properties. Each run
+changes only the REST port, the connector name and topic (fresh per run), and
+works in a fresh directory holding the source file as ``test.txt``, so the
+shipped relative paths land there. Printed beside it, labelled with what it
+changes, is ``tuned``: the settings this benchmark used to print alone
+(StringConverter, batch.size and consumer.max.poll.records ``--batch``,
+offset.flush.interval.ms 60000 for the source worker and 500 for the sink
+worker, listeners= with no REST).
 
 Rates are first record to last (worker start-up left out): for the source,
 from the first record in the topic to the last one acknowledged; for the sink,
-from the first byte in the output file to the last (the sink worker commits,
-and so flushes and fsyncs its file, every 500 ms; the bare loop fsyncs once at
-the end). Each case runs ``--rounds`` times, alternating with its baseline. The ratio is taken per
-round, pipeline against the baseline run just before it, and the median is
-reported: on a shared machine a busy spell then weighs on both sides.
+from the first byte in the output file to the last (FileStreamSink writes each
+put straight through; the bare loop fsyncs once at the end). Each round runs
+the bare loops and then every variant; a ratio is taken per round, pipeline
+against the same round's baseline, and the median is reported: on a shared
+machine a busy spell then weighs on both sides.
 
     python bench/bench_kafka_pipeline.py --records 1000000
+    python bench/bench_kafka_pipeline.py --variants shipped --rounds 3
     python bench/bench_kafka_pipeline.py --bootstrap-servers 127.0.0.1:9092   # an existing broker
 """
 
@@ -26,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -38,10 +52,11 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connect.log.kafka.config import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._configs import WORKER, Variant, free_port, write_shipped  # noqa: E402
+from connect.log.kafka.config import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS  # noqa: E402
 
-# FileStreamSink makes its output durable (flush + fsync) at each offset commit, and only then is all of
-# it in the file; a short interval lets the last records show up soon after they are put.
+# the tuned sink worker's offset.flush.interval.ms: FileStreamSink fsyncs its file at each offset commit
 SINK_FLUSH_MS = 500
 
 
@@ -140,25 +155,54 @@ def bare_consumer(bootstrap: str, topic: str, partitions: int, records: int, dst
 
 
 # --- Headrace pipelines ------------------------------------------------------------------------------------------------
-def _worker(work: Path, name: str, bootstrap: str, connector: dict[str, object], max_poll: int,
-            flush_ms: int = 60000) -> subprocess.Popen:
-    # a fresh offsets file and config topic each time: every round starts from the beginning
-    (work / f"{name}.offsets").unlink(missing_ok=True)
-    (work / f"{name}-worker.properties").write_text(
-        f"bootstrap.servers={bootstrap}\n"
-        "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
-        "value.converter=org.apache.kafka.connect.storage.StringConverter\n"
-        f"offset.storage.file.filename={work / (name + '.offsets')}\n"
-        f"config.storage.topic=bench-configs-{uuid.uuid4().hex[:8]}\n"
-        f"consumer.max.poll.records={max_poll}\n"
-        f"offset.flush.interval.ms={flush_ms}\n"
-        "listeners=\n"
-    )
-    (work / f"{name}.properties").write_text("".join(f"{k}={v}\n" for k, v in connector.items()))
+_STRING = {"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+           "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+           "key.converter.schemas.enable": None, "value.converter.schemas.enable": None}
+
+
+def variants(batch: int) -> dict[str, Variant]:
+    """The headline (the shipped files) and the tuned run this benchmark used to print alone (before issue #37)."""
+    return {
+        "shipped": Variant("shipped"),
+        "tuned": Variant("tuned", f"key/value StringConverter (schemas.enable dropped), source batch.size={batch}, "
+                                  f"consumer.max.poll.records={batch}, offset.flush.interval.ms=60000 "
+                                  f"(source worker) / {SINK_FLUSH_MS} (sink worker), listeners= (no REST)",
+                         worker={**_STRING, "consumer.max.poll.records": str(batch), "listeners": ""},
+                         source={"batch.size": str(batch)}),
+    }
+
+
+# the tuned run's flush cadence differs between its two workers (see SINK_FLUSH_MS)
+_TUNED_FLUSH_MS = {"source": "60000", "sink": str(SINK_FLUSH_MS)}
+
+# what every run changes from the shipped files, and why (printed with the figures)
+INTRINSIC = ("bootstrap.servers (the broker; README \"Running on Kafka\"), listeners port (a free one, REST "
+             "variants), connector name (unique per run: a fresh sink consumer group), source topic / sink topics "
+             "(a fresh topic per run); each worker runs in a fresh directory holding the source file as test.txt, "
+             "so the shipped relative paths (test.txt, test.sink.txt, headrace-data/) land there")
+
+
+def write_run_configs(run: Path, role: str, bootstrap: str, variant: Variant, connector: dict[str, str | None]
+                      ) -> str:
+    """The shipped worker file and connector file of ``role`` (source or sink), with the variant's changes and
+    ``connector``'s, into ``run``; the connector file's name."""
+    worker: dict[str, str | None] = {"bootstrap.servers": bootstrap, "listeners": f"http://127.0.0.1:{free_port()}"}
+    worker.update(variant.worker)
+    if not variant.shipped:
+        worker["offset.flush.interval.ms"] = _TUNED_FLUSH_MS[role]
+    write_shipped(run / WORKER, WORKER, worker)
+    name = f"connect-file-{role}.properties"
+    write_shipped(run / name, name, variant.source if role == "source" else variant.sink, connector)
+    return name
+
+
+def _worker(run: Path, role: str, bootstrap: str, variant: Variant, connector: dict[str, str | None]
+            ) -> subprocess.Popen:
+    """``connect-standalone`` in ``run`` (a fresh directory: fresh offsets, worker id and so config topic)."""
+    name = write_run_configs(run, role, bootstrap, variant, connector)
     exe = Path(sys.executable).with_name("connect-standalone")
-    log = open(work / f"{name}-worker.log", "wb")  # lives as long as the process
-    return subprocess.Popen([str(exe), str(work / f"{name}-worker.properties"), str(work / f"{name}.properties")],
-                            stdout=log, stderr=subprocess.STDOUT)
+    log = open(run / "worker.log", "wb")  # lives as long as the process
+    return subprocess.Popen([str(exe), WORKER, name], cwd=run, stdout=log, stderr=subprocess.STDOUT)
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -182,31 +226,41 @@ def _first_to_last(proc: subprocess.Popen, progress: Callable[[], int], done: in
             assert first is not None
             return now - first
         if proc.poll() is not None:
-            raise SystemExit(f"worker exited early; see {log}")
+            raise SystemExit(f"worker exited early; see {log}\n" + log.read_text()[-3000:])
         time.sleep(0.02)
 
 
+def _fresh_run(work: Path, src: Path) -> Path:
+    run = work / f"run-{uuid.uuid4().hex[:8]}"
+    run.mkdir()
+    os.link(src, run / "test.txt")  # the shipped source config reads test.txt, under connector.allowed.paths=.
+    return run
+
+
 def source_pipeline(work: Path, bootstrap: str, topic: str, partitions: int, src: Path, records: int,
-                    batch: int) -> float:
+                    variant: Variant) -> float:
     ends = _EndOffsets(bootstrap, topic, partitions)
-    proc = _worker(work, "source", bootstrap, {"name": "bench-source", "connector.class": "FileStreamSource",
-                                               "file": src, "topic": topic, "batch.size": batch}, batch)
+    run = _fresh_run(work, src)
+    proc = _worker(run, "source", bootstrap, variant, {"name": f"bench-source-{run.name}", "topic": topic})
     try:
-        return _first_to_last(proc, ends, records, work / "source-worker.log")
+        return _first_to_last(proc, ends, records, run / "worker.log")
     finally:
         _stop(proc)
         ends.close()
 
 
-def sink_pipeline(work: Path, bootstrap: str, topic: str, dst: Path, expected_bytes: int, batch: int) -> float:
-    proc = _worker(work, "sink", bootstrap, {"name": f"bench-sink-{uuid.uuid4().hex[:8]}",
-                                             "connector.class": "FileStreamSink", "file": dst, "topics": topic},
-                   batch, SINK_FLUSH_MS)
+def sink_pipeline(work: Path, bootstrap: str, topic: str, src: Path, variant: Variant) -> tuple[float, Path]:
+    """Seconds from the first byte in the sink's file to the last; and the file (FileStreamSink writes each
+    ``put`` straight through, so the file's size is what has been put)."""
+    run = _fresh_run(work, src)
+    dst = run / "test.sink.txt"
+    expected = src.stat().st_size
+    proc = _worker(run, "sink", bootstrap, variant, {"name": f"bench-sink-{run.name}", "topics": topic})
     try:
-        return _first_to_last(proc, lambda: dst.stat().st_size if dst.exists() else 0, expected_bytes,
-                              work / "sink-worker.log")
+        took = _first_to_last(proc, lambda: dst.stat().st_size if dst.exists() else 0, expected, run / "worker.log")
     finally:
         _stop(proc)
+    return took, dst
 
 
 def main() -> None:
@@ -215,10 +269,13 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=100, help="bytes per record value")
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--batch", type=int, default=5000,
-                        help="FileStreamSource batch.size, sink max.poll.records and the bare consumer's batch")
+                        help="the tuned variant's batch.size and max.poll.records, and the bare loops' batch")
+    parser.add_argument("--variants", nargs="+", choices=("shipped", "tuned"), default=["shipped", "tuned"],
+                        help="which Headrace runs, in this order each round (shipped is the headline)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--bootstrap-servers", help="use this broker instead of starting one")
     args = parser.parse_args()
+    chosen = {k: v for k, v in variants(args.batch).items() if k in args.variants}
 
     kafka = None
     if args.bootstrap_servers:
@@ -238,55 +295,69 @@ def main() -> None:
                 for i in range(args.records):
                     fh.write(f"{i:010d}{pad}\n")
             value_bytes = args.records * args.width
-            file_bytes = src.stat().st_size
             mb = value_bytes / 1e6
-            results: dict[str, list[float]] = {k: [] for k in ("bare-p", "source", "bare-c", "sink")}
+            results: dict[str, list[float]] = {"bare-p": [], "bare-c": []}
+            for name in chosen:
+                results[f"source-{name}"] = []
+                results[f"sink-{name}"] = []
             for r in range(args.rounds):
                 t_bare = f"bench-bare-{uuid.uuid4().hex[:8]}"
-                t_src = f"bench-src-{uuid.uuid4().hex[:8]}"
                 _create_topic(bootstrap, t_bare, args.partitions)
-                _create_topic(bootstrap, t_src, args.partitions)
                 results["bare-p"].append(bare_producer(bootstrap, t_bare, src, args.batch))
-                results["source"].append(source_pipeline(work, bootstrap, t_src, args.partitions, src,
-                                                         args.records, args.batch))
-                # both sinks read the topic the bare producer filled
                 results["bare-c"].append(bare_consumer(bootstrap, t_bare, args.partitions, args.records,
                                                        work / f"bare-{r}.txt", args.batch))
-                sink_out = work / f"sink-{r}.txt"
-                results["sink"].append(sink_pipeline(work, bootstrap, t_bare, sink_out, file_bytes, args.batch))
-                if sink_out.read_bytes() != src.read_bytes() and args.partitions == 1:
-                    raise SystemExit("the sink's output differs from the source file")
-                for f in (sink_out, work / f"bare-{r}.txt"):
-                    f.unlink()
+                (work / f"bare-{r}.txt").unlink()
+                for name, variant in chosen.items():
+                    # each variant's sink reads the topic its own source filled: with the shipped JsonConverter
+                    # the records are JSON envelopes, which the bare producer's plain lines are not
+                    t_src = f"bench-src-{name}-{uuid.uuid4().hex[:8]}"
+                    _create_topic(bootstrap, t_src, args.partitions)
+                    results[f"source-{name}"].append(source_pipeline(work, bootstrap, t_src, args.partitions, src,
+                                                                     args.records, variant))
+                    took, sink_out = sink_pipeline(work, bootstrap, t_src, src, variant)
+                    results[f"sink-{name}"].append(took)
+                    if args.partitions == 1 and sink_out.read_bytes() != src.read_bytes():
+                        raise SystemExit(f"{name}: the sink's output differs from the source file")
+                    shutil.rmtree(sink_out.parent)
     finally:
         if kafka is not None:
             kafka.cleanup()
 
     print(f"Kafka at {bootstrap}: {args.records:,} records of {args.width} bytes ({mb:.1f} MB), "
-          f"{args.partitions} partition(s), batch {args.batch}, {args.rounds} round(s); {os.cpu_count()} CPUs")
-    # not the shipped configs: say which settings differ, so the figures are not read as the defaults'
-    print(f"headrace settings changed from configs/: StringConverter, source batch.size={args.batch}, "
-          f"consumer.max.poll.records={args.batch}, offset.flush.interval.ms=60000, listeners= (no REST)")
-    print(f"{'case (median of the rounds)':<46}{'seconds':>9}{'records/s':>12}{'MB/s':>8}   records/s per round")
+          f"{args.partitions} partition(s), {args.rounds} round(s); {os.cpu_count()} CPUs")
+    print("headline: configs/connect-standalone.properties + connect-file-source/-sink.properties as shipped "
+          "(JsonConverter with schemas, REST on, Kafka Connect's batch.size and max.poll.records, "
+          "offset.flush.interval.ms=10000)")
+    print(f"every run changes only: {INTRINSIC}")
+    print(f"bare loops: Headrace's client settings, batch {args.batch}; the tuned variant changes:")
+    for variant in chosen.values():
+        if not variant.shipped:
+            print(f"  {variant.title()}")
+    print(f"{'case (median of the rounds)':<58}{'seconds':>9}{'records/s':>12}{'MB/s':>8}   records/s per round")
 
     def row(label: str, key: str) -> None:
         secs = statistics.median(results[key])
         rounds = " ".join(f"{args.records / s:,.0f}" for s in results[key])
-        print(f"{label:<46}{secs:>9.2f}{args.records / secs:>12,.0f}{mb / secs:>8.1f}   {rounds}")
+        print(f"{label:<58}{secs:>9.2f}{args.records / secs:>12,.0f}{mb / secs:>8.1f}   {rounds}")
 
     def ratio(label: str, bare: str, ours: str) -> None:
-        # each round's pipeline against the baseline measured just before it, so that a busy spell on a
+        # each round's pipeline against the baseline measured in the same round, so that a busy spell on a
         # shared machine weighs on both sides of a ratio
         each = [b / o for b, o in zip(results[bare], results[ours], strict=True)]
         print(f"  {label} ratio, headrace / bare: {statistics.median(each):.2f} (median; per round "
               + " ".join(f"{r:.2f}" for r in each) + ")")
 
+    def tag(name: str) -> str:
+        return "shipped, headline" if name == "shipped" else name
+
     row("bare confluent-kafka producer loop", "bare-p")
-    row("headrace FileStreamSource -> Kafka", "source")
-    ratio("source", "bare-p", "source")
+    for name in chosen:
+        row(f"headrace FileStreamSource -> Kafka ({tag(name)})", f"source-{name}")
+        ratio(f"source {name}", "bare-p", f"source-{name}")
     row("bare confluent-kafka consumer loop -> file", "bare-c")
-    row("headrace Kafka -> FileStreamSink", "sink")
-    ratio("sink", "bare-c", "sink")
+    for name in chosen:
+        row(f"headrace Kafka -> FileStreamSink ({tag(name)})", f"sink-{name}")
+        ratio(f"sink {name}", "bare-c", f"sink-{name}")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,15 @@
    scrapes) and on (a scraper reads /metrics every ``--scrape-interval`` seconds, far more often than
    Prometheus' usual 15-60 s). lines/s from the first sink line to the last; medians compared.
 
+Both parts run the shipped files as the headline: configs/connect-standalone.properties for the worker (in a
+fresh directory, so its relative paths land there; a free REST port) and configs/connect-file-source/-sink.properties
+as the connectors' REST bodies (the scrape's sinks each with their own file, topic and ``tasks.max``). Printed after
+it, labelled, ``tuned``: the settings this benchmark used before issue #37 (StringConverter,
+``offset.flush.interval.ms=500``, source ``batch.size=5000``, sink ``consumer.override.max.poll.records=5000``).
+
     python bench/bench_metrics.py
     python bench/bench_metrics.py --connectors 50 --rounds 1 --lines 200000     # quick
+    python bench/bench_metrics.py --variants shipped
 """
 
 from __future__ import annotations
@@ -29,23 +36,47 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._configs import WORKER, Changes, Variant, shipped_props, write_shipped  # noqa: E402
 from connect.log import open_log_backend  # noqa: E402
 from connect.log.api import NewTopic  # noqa: E402
 from tests.support import free_port, rest_ready, wait_until  # noqa: E402
 
 EXE = Path(sys.executable).with_name("connect-standalone")
+SOURCE, SINK = "connect-file-source.properties", "connect-file-sink.properties"
+
+VARIANTS = {
+    "shipped": Variant("shipped"),
+    "tuned": Variant("tuned", "key/value.converter=StringConverter (schemas.enable dropped), "
+                              "offset.flush.interval.ms=500, source batch.size=5000, sink "
+                              "consumer.override.max.poll.records=5000",
+                     worker={"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                             "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+                             "key.converter.schemas.enable": None, "value.converter.schemas.enable": None,
+                             "offset.flush.interval.ms": "500"},
+                     source={"batch.size": "5000"}, sink={"consumer.override.max.poll.records": "5000"}),
+}
+INTRINSIC = ("the REST port; each worker runs in a fresh directory (the shipped relative paths land there) "
+             "holding the input as test.txt; connectors are created over REST from the shipped connector files "
+             "(their name goes in the URL); the scrape's sinks each get their own file (out-<i>.txt), topic "
+             "(t<i>) and tasks.max=--tasks")
 
 
-def _worker(work: Path, port: int, extra: str = "") -> subprocess.Popen:
-    (work / "worker.properties").write_text(
-        f"embedded.log.dir={work / 'data'}\n"
-        "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
-        "value.converter=org.apache.kafka.connect.storage.StringConverter\n"
-        f"offset.storage.file.filename={work / 'connect.offsets'}\n"
-        "offset.flush.interval.ms=500\n"
-        f"listeners=http://127.0.0.1:{port}\n" + extra)
+def _connector(name: str, variant: Variant, *changes: Changes) -> dict[str, str]:
+    """A shipped connector file as a REST body: the name goes in the URL."""
+    props = shipped_props(name, variant.source if name == SOURCE else variant.sink, *changes)
+    props.pop("name")
+    return props
+
+
+def write_worker(work: Path, port: int, variant: Variant, extra: Changes | None = None) -> None:
+    write_shipped(work / WORKER, WORKER, {"listeners": f"http://127.0.0.1:{port}"}, variant.worker, extra or {})
+
+
+def _worker(work: Path, port: int, variant: Variant, extra: Changes | None = None) -> subprocess.Popen:
+    """``connect-standalone`` on the shipped worker file with ``variant``'s changes, in ``work``."""
+    write_worker(work, port, variant, extra)
     with open(work / "worker.log", "ab") as log:
-        proc = subprocess.Popen([str(EXE), str(work / "worker.properties")], stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([str(EXE), WORKER], cwd=work, stdout=log, stderr=subprocess.STDOUT)
     wait_until(lambda: rest_ready(port) or proc.poll() is not None, 60, what="worker REST")
     if proc.poll() is not None:
         raise SystemExit(f"worker exited; see {work / 'worker.log'}")
@@ -69,23 +100,23 @@ def _timed(client: httpx.Client, path: str, n: int, gap: float = 0.0) -> list[fl
     return out
 
 
-def scrape_bench(args: argparse.Namespace) -> None:
+def scrape_bench(args: argparse.Namespace, variant: Variant) -> None:
     with tempfile.TemporaryDirectory(prefix="headrace-bench-metrics-") as tmp:
         work = Path(tmp)
-        backend = open_log_backend({"embedded.log.dir": str(work / "data")})
+        # the shipped embedded.log.dir, relative to the worker's directory
+        backend = open_log_backend({"embedded.log.dir": str(work / "headrace-data")})
         admin = backend.admin()
         for i in range(args.connectors):
             admin.create_topic(NewTopic(f"t{i}", args.tasks, 1))
         admin.close()
         backend.close()
         port = free_port()
-        proc = _worker(work, port)
+        proc = _worker(work, port, variant)
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
                 for i in range(args.connectors):
-                    client.put(f"/connectors/sink-{i}/config", json={
-                        "connector.class": "FileStreamSink", "file": str(work / f"out-{i}.txt"), "topics": f"t{i}",
-                        "tasks.max": str(args.tasks)}).raise_for_status()
+                    client.put(f"/connectors/sink-{i}/config", json=_connector(SINK, variant, {
+                        "file": f"out-{i}.txt", "topics": f"t{i}", "tasks.max": str(args.tasks)})).raise_for_status()
                 want = args.connectors * args.tasks
 
                 def running() -> bool:
@@ -101,6 +132,7 @@ def scrape_bench(args: argparse.Namespace) -> None:
                 cpu2 = _cpu_seconds(proc.pid)
         finally:
             _stop(proc)
+    print(f"\n== {variant.title()}")
     print(f"GET /metrics with {args.connectors} connectors x {args.tasks} tasks ({series:,} series, "
           f"{len(text) / 1e6:.2f} MB), {args.scrapes} sequential requests, {args.scrape_gap} s apart")
     print(f"{'case':<44}{'median ms':>11}{'p95 ms':>9}{'max ms':>9}{'worker CPU ms/req':>19}")
@@ -124,7 +156,7 @@ def _count_lines(path: Path) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
 
 
-def pipeline_once(src: Path, lines: int, metrics_on: bool, interval: float,
+def pipeline_once(src: Path, lines: int, metrics_on: bool, interval: float, variant: Variant,
                   scrape_path: str = "/metrics") -> tuple[float, int, float, float]:
     """lines/s from the first sink line to the last; how many scrapes were made meanwhile; the worker's CPU
     microseconds per line over the same span (scrapes included: the part other processes on the machine do not
@@ -133,7 +165,8 @@ def pipeline_once(src: Path, lines: int, metrics_on: bool, interval: float,
     with tempfile.TemporaryDirectory(prefix="headrace-bench-metrics-") as tmp:
         work = Path(tmp)
         port = free_port()
-        proc = _worker(work, port, "" if metrics_on else "metrics.prometheus.enable=false\n")
+        os.link(src, work / "test.txt")  # the shipped source config's file, under connector.allowed.paths=.
+        proc = _worker(work, port, variant, {} if metrics_on else {"metrics.prometheus.enable": "false"})
         scrapes = 0
         stop = threading.Event()
 
@@ -144,17 +177,13 @@ def pipeline_once(src: Path, lines: int, metrics_on: bool, interval: float,
                     c.get(f"http://127.0.0.1:{port}{scrape_path}").raise_for_status()
                     scrapes += 1
         thread = threading.Thread(target=scraper, daemon=True)
-        sink = work / "sink.txt"
+        sink = work / "test.sink.txt"  # the shipped sink config's file
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
-                client.put("/connectors/bench-sink/config", json={
-                    "connector.class": "FileStreamSink", "file": str(sink), "topics": "bench",
-                    "consumer.override.max.poll.records": "5000"}).raise_for_status()
+                client.put("/connectors/bench-sink/config", json=_connector(SINK, variant)).raise_for_status()
                 if metrics_on:
                     thread.start()
-                client.put("/connectors/bench-source/config", json={
-                    "connector.class": "FileStreamSource", "file": str(src), "topic": "bench",
-                    "batch.size": "5000"}).raise_for_status()
+                client.put("/connectors/bench-source/config", json=_connector(SOURCE, variant)).raise_for_status()
             first = None
             first_cpu, first_lines = 0.0, 0
             while True:
@@ -186,7 +215,7 @@ def pipeline_once(src: Path, lines: int, metrics_on: bool, interval: float,
         return lines / (done - (first or done - 1)), scrapes, cpu_us_per_line, cpu_ms
 
 
-def cost_bench(args: argparse.Namespace) -> None:
+def cost_bench(args: argparse.Namespace, variant: Variant) -> None:
     with tempfile.TemporaryDirectory(prefix="headrace-bench-metrics-src-") as tmp:
         src = Path(tmp) / "source.txt"
         with open(src, "w") as fh:
@@ -200,10 +229,11 @@ def cost_bench(args: argparse.Namespace) -> None:
         cpu: list[float] = []
         shares: list[float] = []
         for _ in range(args.rounds):
-            rate, _, line_us, _ = pipeline_once(src, args.lines, False, args.scrape_interval)
+            rate, _, line_us, _ = pipeline_once(src, args.lines, False, args.scrape_interval, variant)
             off.append(rate)
             off_cpu.append(line_us)
-            rate, n, line_us, cpu_ms = pipeline_once(src, args.lines, True, args.scrape_interval, args.scrape_path)
+            rate, n, line_us, cpu_ms = pipeline_once(src, args.lines, True, args.scrape_interval, variant,
+                                                     args.scrape_path)
             on.append(rate)
             on_cpu.append(line_us)
             scrapes += n
@@ -212,7 +242,8 @@ def cost_bench(args: argparse.Namespace) -> None:
             # on the same worker right after), over the worker's CPU for the run's lines
             shares.append(n * cpu_ms / (line_us * args.lines / 1000) * 100)
     m_off, m_on = statistics.median(off), statistics.median(on)
-    print(f"\nfile -> file pipeline, {args.lines:,} lines of 100 bytes, {args.rounds} alternating rounds; "
+    print(f"\n== {variant.title()}")
+    print(f"file -> file pipeline, {args.lines:,} lines of 100 bytes, {args.rounds} alternating rounds; "
           f"metrics on: a scrape every {args.scrape_interval} s ({scrapes} scrapes in all)")
     print(f"{'case':<44}{'median lines/s':>16}   rounds")
     print(f"{'baseline: metrics off, no scrapes':<44}{m_off:>16,.0f}   " + ", ".join(f"{x:,.0f}" for x in off))
@@ -249,11 +280,17 @@ def main() -> None:
     parser.add_argument("--scrape-gap", type=float, default=1.1)
     parser.add_argument("--skip-scrape", action="store_true")
     parser.add_argument("--skip-cost", action="store_true")
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
+                        help="which settings, in this order (shipped is the headline)")
     args = parser.parse_args()
+    print("headline: configs/connect-standalone.properties, connect-file-source/-sink.properties as shipped; "
+          f"changed only: {INTRINSIC}")
     if not args.skip_scrape:
-        scrape_bench(args)
+        for name in args.variants:
+            scrape_bench(args, VARIANTS[name])
     if not args.skip_cost:
-        cost_bench(args)
+        for name in args.variants:
+            cost_bench(args, VARIANTS[name])
 
 
 if __name__ == "__main__":

@@ -39,11 +39,45 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package, for the task contexts
 
+from bench._configs import WORKER, Variant, free_port, shipped_props, write_shipped
 from connect.api import Schema, SinkRecord
 from connect.runtime.gc_policy import settle_heap
 from plugins.redis import RedisSinkTask, RedisStreamSourceTask
 from services.redis import RedisService
 from tests.plugins.task_contexts import SinkContext, SourceContext
+
+SINK, SOURCE = "redis-sink.properties", "redis-stream-source.properties"
+# Kafka Connect's consumer max.poll.records: at most this many records reach one put() with the shipped files
+SHIPPED_PUT_BATCH = 500
+STREAM = "bench-stream"
+
+
+def variants(batch: int) -> dict[str, Variant]:
+    """The headline (the shipped files) and the settings this benchmark used before issue #37."""
+    return {
+        "shipped": Variant("shipped"),
+        "tuned": Variant("tuned", f"sink: put() batches of {batch} (consumer.override.max.poll.records={batch}); "
+                                  f"source: batch.size={batch}, redis.stream.block=10; worker (--worker): "
+                                  "key.converter=StringConverter, value.converter.schemas.enable dropped, "
+                                  "offset.flush.interval.ms=1000, listeners= (no REST), and the source's "
+                                  "value.converter / value.converter.schemas.enable dropped (so the worker's "
+                                  "JsonConverter with schemas)",
+                         worker={"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                                 "key.converter.schemas.enable": None, "value.converter.schemas.enable": None,
+                                 "offset.flush.interval.ms": "1000", "listeners": ""},
+                         source={"batch.size": str(batch), "redis.stream.block": "10", "value.converter": None,
+                                 "value.converter.schemas.enable": None},
+                         sink={"consumer.override.max.poll.records": str(batch)}),
+    }
+
+
+def _put_batch(variant: Variant) -> int:
+    return int(variant.sink.get("consumer.override.max.poll.records") or SHIPPED_PUT_BATCH)
+
+
+INTRINSIC = ("redis.uri (the server services/ started); sink: redis.type=STREAM for the STREAM case; source: "
+             f"redis.stream.name={STREAM}, redis.stream.consumer.group fresh per run, and, with --worker, the REST "
+             "port and a fresh directory per run (the shipped relative paths land there)")
 
 
 def _batches(n: int, batch: int) -> list[list[SinkRecord]]:
@@ -64,8 +98,8 @@ def _timed(fn: Callable[[], int]) -> float:
     return count / (time.perf_counter() - start)
 
 
-def sink_task(uri: str, kind: str, batches: list[list[SinkRecord]]) -> float:
-    props = {"name": "bench", "redis.uri": uri, "redis.type": kind, "redis.keyspace": f"task-{kind}"}
+def sink_task(uri: str, kind: str, batches: list[list[SinkRecord]], variant: Variant) -> float:
+    props = shipped_props(SINK, {"redis.uri": uri, "redis.type": kind}, variant.sink)
     task = RedisSinkTask()
     task.initialize(SinkContext(props))
     task.start(props)
@@ -111,9 +145,9 @@ def _fill(client: redis.Redis, stream: str, n: int) -> None:
         pipe.execute()
 
 
-def source_task(uri: str, stream: str, n: int, batch: int, group: str) -> float:
-    props = {"name": "bench", "redis.uri": uri, "redis.stream.name": stream, "redis.stream.consumer.group": group,
-             "batch.size": str(batch), "redis.stream.block": "10"}
+def source_task(uri: str, stream: str, n: int, group: str, variant: Variant) -> float:
+    props = shipped_props(SOURCE, {"redis.uri": uri, "redis.stream.name": stream,
+                                   "redis.stream.consumer.group": group}, variant.source)
     task = RedisStreamSourceTask()
     task.initialize(SourceContext(props))
     task.start(props)
@@ -134,7 +168,8 @@ def source_task(uri: str, stream: str, n: int, batch: int, group: str) -> float:
         task.stop()
 
 
-def source_bare(uri: str, stream: str, n: int, batch: int, group: str, decode: bool = False) -> float:
+def source_bare(uri: str, stream: str, n: int, batch: int, group: str, block: int,
+                decode: bool = False) -> float:
     """The issue's baseline: XREADGROUP COUNT batch + XACK of the ids read, with redis-py's own reply parsing
     (entry fields as a dict of bytes per entry). ``decode``: a context baseline, the same loop on a client
     that decodes replies (a dict of str per entry), still making no records."""
@@ -144,7 +179,7 @@ def source_bare(uri: str, stream: str, n: int, batch: int, group: str, decode: b
     def run() -> int:
         got = 0
         while got < n:
-            reply = client.xreadgroup(group, "bare", {stream: ">"}, count=batch, block=10)
+            reply = client.xreadgroup(group, "bare", {stream: ">"}, count=batch, block=block)
             for _, entries in (reply.items() if isinstance(reply, dict) else reply or []):
                 ids = [entry_id for entry_id, _ in entries]
                 client.xack(stream, group, *ids)
@@ -157,7 +192,7 @@ def source_bare(uri: str, stream: str, n: int, batch: int, group: str, decode: b
         client.close()
 
 
-def source_bare_piggyback(uri: str, stream: str, n: int, batch: int, group: str) -> float:
+def source_bare_piggyback(uri: str, stream: str, n: int, batch: int, group: str, block: int) -> float:
     """A context baseline with the task's own use of Redis and nothing else: replies decoded by the parser and
     left as sent (no dict per entry), the XACK of one read sent in the same round trip as the next read."""
     client = redis.Redis.from_url(uri, decode_responses=True, encoding_errors="surrogateescape")
@@ -171,7 +206,7 @@ def source_bare_piggyback(uri: str, stream: str, n: int, batch: int, group: str)
             pipe = client.pipeline(transaction=False)
             if ids:
                 pipe.xack(stream, group, *ids)
-            pipe.xreadgroup(group, "bare", {stream: ">"}, count=batch, block=10)
+            pipe.xreadgroup(group, "bare", {stream: ">"}, count=batch, block=block)
             reply = pipe.execute()[-1]
             ids = []
             for _, entries in (reply.items() if isinstance(reply, dict) else reply or []):
@@ -187,29 +222,22 @@ def source_bare_piggyback(uri: str, stream: str, n: int, batch: int, group: str)
         client.close()
 
 
-def source_worker(uri: str, stream: str, n: int, batch: int, group: str) -> tuple[float, float]:
-    """A real ``connect-standalone`` (embedded log, StringConverter keys, JsonConverter values with schemas)
-    running RedisStreamSource over the pre-filled stream: records/s from its start, and from its first
-    delivered entry, to every entry acknowledged (XACK comes only once the log has the entry's record)."""
+def source_worker(uri: str, stream: str, n: int, group: str, variant: Variant) -> tuple[float, float]:
+    """A real ``connect-standalone`` (embedded log) on the shipped worker file and redis-stream-source.properties
+    with the variant's changes, running RedisStreamSource over the pre-filled stream: records/s from its start,
+    and from its first delivered entry, to every entry acknowledged (XACK comes only once the log has the
+    entry's record)."""
     client = redis.Redis.from_url(uri, decode_responses=True)
     last_id = client.xrevrange(stream, count=1)[0][0]
     with tempfile.TemporaryDirectory(prefix="headrace-bench-redis-") as tmp:
         work = Path(tmp)
-        (work / "worker.properties").write_text(
-            f"embedded.log.dir={work / 'data'}\n"
-            "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
-            "value.converter=org.apache.kafka.connect.json.JsonConverter\n"
-            f"offset.storage.file.filename={work / 'connect.offsets'}\n"
-            "offset.flush.interval.ms=1000\nlisteners=\n")
-        (work / "source.properties").write_text(
-            f"name=bench-redis-source\nconnector.class=RedisStreamSource\nredis.uri={uri}\n"
-            f"redis.stream.name={stream}\nredis.stream.consumer.group={group}\nbatch.size={batch}\n"
-            "redis.stream.block=10\ntopic=bench-redis\n")
+        write_shipped(work / WORKER, WORKER, {"listeners": f"http://127.0.0.1:{free_port()}"}, variant.worker)
+        write_shipped(work / SOURCE, SOURCE, {"redis.uri": uri, "redis.stream.name": stream,
+                                              "redis.stream.consumer.group": group}, variant.source)
         exe = Path(sys.executable).with_name("connect-standalone")
         started = time.perf_counter()
         with open(work / "worker.log", "wb") as out:
-            proc = subprocess.Popen([str(exe), str(work / "worker.properties"), str(work / "source.properties")],
-                                    stdout=out, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen([str(exe), WORKER, SOURCE], cwd=work, stdout=out, stderr=subprocess.STDOUT)
         first = None
         try:
             while True:
@@ -229,18 +257,22 @@ def source_worker(uri: str, stream: str, n: int, batch: int, group: str) -> tupl
     return n / (done - started), n / (done - (first or started))
 
 
-def source_cases(client: redis.Redis, uri: str, n: int, batch: int, rounds: int, worker: bool) -> None:
+def source_cases(client: redis.Redis, uri: str, n: int, rounds: int, worker: bool, variant: Variant) -> None:
     """The stream source beside its baselines, alternating, ``rounds`` times over one pre-filled stream (each
-    case reads it whole through its own new group)."""
+    case reads it whole through its own new group); the baselines read in the task's batch.size and block."""
+    props = shipped_props(SOURCE, variant.source)
+    batch = int(props["batch.size"])
+    block = int(props.get("redis.stream.block", "100"))  # RedisStreamSource's default
     ratios = []
     client.flushall()
-    _fill(client, "bench-stream", n)
+    _fill(client, STREAM, n)
     for r in range(rounds):
-        bare = source_bare(uri, "bench-stream", n, batch, f"bare-{r}")
+        tag = f"{variant.label}-{r}"
+        bare = source_bare(uri, STREAM, n, batch, f"bare-{tag}", block)
         bare_cpu = _last_cpu_us[0]
-        decoded = source_bare(uri, "bench-stream", n, batch, f"decoded-{r}", decode=True)
-        same = source_bare_piggyback(uri, "bench-stream", n, batch, f"same-{r}")
-        ours = source_task(uri, "bench-stream", n, batch, f"task-{r}")
+        decoded = source_bare(uri, STREAM, n, batch, f"decoded-{tag}", block, decode=True)
+        same = source_bare_piggyback(uri, STREAM, n, batch, f"same-{tag}", block)
+        ours = source_task(uri, STREAM, n, f"task-{tag}", variant)
         ours_cpu = _last_cpu_us[0]
         ratios.append(ours / bare)
         line = (f"  source round {r + 1}: bare XREADGROUP+XACK loop {bare:>10,.0f} records/s   "
@@ -250,26 +282,47 @@ def source_cases(client: redis.Redis, uri: str, n: int, batch: int, rounds: int,
                 f"(task / it {ours / decoded:.2f}); bare loop using Redis as the task does {same:>10,.0f} "
                 f"records/s (task / it {ours / same:.2f})")
         if worker:
-            from_start, steady = source_worker(uri, "bench-stream", n, batch, f"worker-{r}")
-            line += (f"\n                  worker (embedded log, JsonConverter) {steady:>10,.0f} records/s "
+            from_start, steady = source_worker(uri, STREAM, n, f"worker-{tag}", variant)
+            line += (f"\n                  worker (embedded log) {steady:>10,.0f} records/s "
                      f"from first entry read to all acknowledged ({from_start:,.0f} incl. start-up), "
                      f"{steady / bare:.2f} of bare")
         print(line, flush=True)
-    print(f"source ratio, task / bare: {statistics.median(ratios):.2f} (median of {rounds})")
+    print(f"source ratio, task / bare: {statistics.median(ratios):.2f} (median of {rounds}; batch.size {batch}, "
+          f"block {block} ms)")
+
+
+def sink_cases(client: redis.Redis, uri: str, n: int, rounds: int, variant: Variant) -> None:
+    """Each sink type beside its bare pipeline loop, both handed the batches put() gets with ``variant``."""
+    batch = _put_batch(variant)
+    batches = _batches(n, batch)
+    for kind in ("HASH", "STREAM"):
+        ratios = []
+        for r in range(rounds):
+            client.flushall()
+            bare = sink_bare(uri, kind, batches)
+            client.flushall()
+            ours = sink_task(uri, kind, batches, variant)
+            ratios.append(ours / bare)
+            print(f"  sink {kind:<6} round {r + 1}: bare pipeline loop {bare:>10,.0f} records/s   "
+                  f"RedisSinkTask {ours:>10,.0f} records/s   ratio {ours / bare:.2f}", flush=True)
+        print(f"sink {kind} ratio, task / bare: {statistics.median(ratios):.2f} (median of {rounds}; put() "
+              f"batches of {batch})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=200_000)
-    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--batch", type=int, default=1000, help="the tuned variant's put() batch and batch.size")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--variants", nargs="+", choices=("shipped", "tuned"), default=["shipped", "tuned"],
+                        help="which settings, in this order (shipped is the headline)")
     parser.add_argument("--worker", action="store_true",
                         help="also run the stream source in a real connect-standalone worker each round")
     parser.add_argument("--only", choices=("sink", "source"), help="run only the sink or the source cases")
     parser.add_argument("--default-gc", action="store_true",
                         help="keep CPython's default garbage-collector settings instead of the worker's")
     args = parser.parse_args()
-    n, batch = args.records, args.batch
+    n = args.records
     if not args.default_gc:
         # the tasks run in a worker process, which freezes its start-up heap and collects the young generation
         # every 50,000 new objects (connect/runtime/gc_policy.py); the bench process does the same, for the
@@ -281,26 +334,22 @@ def main() -> None:
     try:
         client = redis.Redis.from_url(server.uri)
         client.config_set("save", "")
-        batches = _batches(n, batch)
         flags = ((" --worker" if args.worker else "") + (f" --only {args.only}" if args.only else "")
                  + (" --default-gc" if args.default_gc else ""))
-        print(f"python bench/bench_redis.py --records {n} --batch {batch} --rounds {args.rounds}{flags}   "
+        print(f"python bench/bench_redis.py --records {n} --batch {args.batch} --rounds {args.rounds}{flags}   "
               f"(redis-server {client.info()['redis_version']}, redis-py {redis.__version__}, "
               f"hiredis {'on' if redis.utils.HIREDIS_AVAILABLE else 'off'}, "
               f"{'default GC' if args.default_gc else 'the worker GC policy'})")
-        for kind in ("HASH", "STREAM") if args.only != "source" else ():
-            ratios = []
-            for r in range(args.rounds):
-                client.flushall()
-                bare = sink_bare(server.uri, kind, batches)
-                client.flushall()
-                ours = sink_task(server.uri, kind, batches)
-                ratios.append(ours / bare)
-                print(f"  sink {kind:<6} round {r + 1}: bare pipeline loop {bare:>10,.0f} records/s   "
-                      f"RedisSinkTask {ours:>10,.0f} records/s   ratio {ours / bare:.2f}")
-            print(f"sink {kind} ratio, task / bare: {statistics.median(ratios):.2f} (median of {args.rounds})")
-        if args.only != "sink":
-            source_cases(client, server.uri, n, batch, args.rounds, args.worker)
+        print(f"headline: configs/{SINK} and configs/{SOURCE} as shipped (put() batches of {SHIPPED_PUT_BATCH}, "
+              "Kafka Connect's max.poll.records; the source's batch.size 500 and redis.stream.block 100 ms), "
+              f"with configs/{WORKER} for --worker; changed only: {INTRINSIC}")
+        for label in args.variants:
+            variant = variants(args.batch)[label]
+            print(f"== {variant.title()}", flush=True)
+            if args.only != "source":
+                sink_cases(client, server.uri, n, args.rounds, variant)
+            if args.only != "sink":
+                source_cases(client, server.uri, n, args.rounds, args.worker, variant)
         client.close()
     finally:
         server.cleanup()

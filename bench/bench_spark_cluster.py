@@ -11,10 +11,18 @@ child process):
   reports N records landed;
 * HDFS plain write: Spark reads the same topic as a batch (``spark.read.format("kafka")``), parses the values
   with the same schema and writes them with ``df.write.partitionBy("dt", "hour").parquet(...)``;
-* search sink: the ElasticsearchSparkSink task (ids topic+partition+offset, bulk requests of 2,000) until it
-  reports N documents written;
+* search sink: the ElasticsearchSparkSink task (ids topic+partition+offset, bulk requests of ``batch.size``) until
+  it reports N documents written;
 * search plain write: Spark reads the topic as a batch and sends the values from each partition with
   opensearch-py bulk requests of the same size and the same ids (``foreachPartition``).
+
+The sinks' settings are the shipped files, configs/hdfs-spark-sink.properties and
+configs/opensearch-spark-sink.properties (the headline), with only the master, the services' addresses, the topic,
+the connector name, per-run output folders and index, and the HDFS sink's ``value.schema`` (the plain write's
+schema) changed; the Spark session takes their ``spark.*`` settings. Printed beside it, labelled, ``tuned``: the
+settings this benchmark used before issue #37 (``trigger.interval.ms=500``, executor memory, ``spark.cores.max=2``,
+``spark.sql.shuffle.partitions=2``, and the plugins' defaults where the shipped files set more). Each master and
+variant is one child process.
 
 Each side runs --rounds times (default 2) taking turns going first, after one warm-up of each over the same
 records (after a warm-up of 20,000 records, the first measured round, where the sink goes first, gave ratios of
@@ -23,6 +31,7 @@ medians and the ratio the median of per-round ratios. ``--skip hdfs`` or ``--ski
 target out.
 
     python bench/bench_spark_cluster.py --records 500000
+    python bench/bench_spark_cluster.py --records 500000 --variants shipped
 """
 
 from __future__ import annotations
@@ -44,11 +53,33 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench._configs import Changes, Variant, describe, shipped_props  # noqa: E402
 from connect.api import StreamingSinkTaskContext  # noqa: E402
 
 HOUR_MS = 3_600_000
 VALUE_SCHEMA = "id BIGINT, user STRING, amount DOUBLE, status STRING"
-BULK_SIZE = 2000
+HDFS, SEARCH = "hdfs-spark-sink.properties", "opensearch-spark-sink.properties"
+
+# the settings this benchmark used before issue #37 (it did not start from the shipped files), as changes to them
+_TUNED_SPARK: Changes = {"trigger.interval.ms": "500", "spark.driver.memory": "1g", "spark.executor.memory": "1g",
+                         "spark.cores.max": "2", "spark.sql.shuffle.partitions": "2"}
+VARIANTS = {
+    "shipped": Variant("shipped"),
+    "tuned": Variant("tuned", f"both sinks: {describe(_TUNED_SPARK)}; HDFS: flush.size, rotate.interval.ms, timezone "
+                              "dropped (the plugin's defaults); search: write.method, behavior.on.*, "
+                              "errors.deadletterqueue.*, index.timestamp.format dropped",
+                     files={HDFS: {**_TUNED_SPARK, "flush.size": None, "rotate.interval.ms": None, "timezone": None},
+                            SEARCH: {**_TUNED_SPARK, "write.method": None, "behavior.on.null.values": None,
+                                     "behavior.on.malformed.documents": None,
+                                     "errors.deadletterqueue.topic.name": None,
+                                     "errors.deadletterqueue.topic.replication.factor": None,
+                                     "errors.deadletterqueue.context.headers.enable": None,
+                                     "index.timestamp.format": None}}),
+}
+INTRINSIC = ("spark.master (the case: local[2] or the cluster's master), hdfs.url and connection.url (the services' "
+             "addresses), topics (the bench topic), name, topics.dir/logs.dir and index.name.format (fresh per run, "
+             "so each run lands its own N records), and value.schema on the HDFS sink (the schema the plain write "
+             "parses the values with)")
 
 
 def produce(bootstrap: str, topic: str, n: int) -> None:
@@ -136,7 +167,7 @@ def baseline(spark: Any, bootstrap: str, topic: str, url: str) -> float:
     return time.perf_counter() - started
 
 
-def _bulk_partition(url: str, index: str, rows: Any) -> None:
+def _bulk_partition(url: str, index: str, bulk_size: int, rows: Any) -> None:
     from opensearchpy import OpenSearch
 
     client = OpenSearch(hosts=[url], timeout=120)
@@ -144,7 +175,7 @@ def _bulk_partition(url: str, index: str, rows: Any) -> None:
     for row in rows:
         meta = {"index": {"_index": index, "_id": f"{row['topic']}+{row['partition']}+{row['offset']}"}}
         lines.append(json.dumps(meta).encode() + b"\n" + bytes(row["value"]) + b"\n")
-        if len(lines) >= BULK_SIZE:
+        if len(lines) >= bulk_size:
             client.bulk(body=b"".join(lines))
             lines = []
     if lines:
@@ -152,7 +183,7 @@ def _bulk_partition(url: str, index: str, rows: Any) -> None:
     client.close()
 
 
-def baseline_search(spark: Any, bootstrap: str, topic: str, url: str, index: str) -> float:
+def baseline_search(spark: Any, bootstrap: str, topic: str, url: str, index: str, bulk_size: int) -> float:
     """Spark reads the topic as a batch and sends the values to OpenSearch in bulk requests of the sink's size
     from each partition (``foreachPartition`` with opensearch-py), ids topic+partition+offset as the sink's."""
     import functools
@@ -160,31 +191,50 @@ def baseline_search(spark: Any, bootstrap: str, topic: str, url: str, index: str
     started = time.perf_counter()
     df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
           .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
-    df.select("topic", "partition", "offset", "value").foreachPartition(functools.partial(_bulk_partition, url, index))
+    df.select("topic", "partition", "offset", "value").foreachPartition(functools.partial(_bulk_partition, url, index, bulk_size))
     return time.perf_counter() - started
 
 
+def hdfs_sink_props(variant: Variant, master: str, url: str, topic: str, name: str, base: str) -> dict[str, str]:
+    """configs/hdfs-spark-sink.properties with what a run changes (output folders under ``base``) and the
+    variant's changes."""
+    return shipped_props(HDFS, {"spark.master": master, "hdfs.url": url, "name": name, "topics": topic,
+                                "topics.dir": f"{base}/topics", "logs.dir": f"{base}/logs",
+                                "value.schema": VALUE_SCHEMA}, variant.of(HDFS))
+
+
+def search_sink_props(variant: Variant, master: str, url: str, topic: str, name: str, index: str) -> dict[str, str]:
+    """configs/opensearch-spark-sink.properties with what a run changes and the variant's changes."""
+    return shipped_props(SEARCH, {"spark.master": master, "connection.url": url, "name": name, "topics": topic,
+                                  "index.name.format": index}, variant.of(SEARCH))
+
+
 def child(args: argparse.Namespace) -> int:
-    """One master: warm-ups, then the rounds; prints one JSON line of seconds."""
+    """One master and one variant: warm-ups, then the rounds; prints one JSON line of seconds."""
     from spark_sinks.session import spark_session
 
-    settings = {"spark.master": args.master, "spark.driver.memory": "1g", "spark.executor.memory": "1g",
-                "spark.cores.max": "2", "spark.sql.shuffle.partitions": "2"}
-    spark = spark_session(settings)
+    variant = VARIANTS[args.variant]
     work = Path(args.work)
     run = f"/bench-{uuid.uuid4().hex[:8]}"
-    common = {**settings, "hdfs.url": args.hdfs_url, "format": "parquet", "path.format": "dt=YYYY-MM-dd/hour=HH",
-              "value.schema": VALUE_SCHEMA, "trigger.interval.ms": "500"}
-    search = {**settings, "connection.url": args.opensearch_url, "key.ignore": "true",
-              "batch.size": str(BULK_SIZE), "trigger.interval.ms": "500"}
+
+    def hdfs_props(name: str, base: str) -> dict[str, str]:
+        return hdfs_sink_props(variant, args.master, args.hdfs_url or "", args.topic, name, base)
+
+    def search_props(name: str, index: str) -> dict[str, str]:
+        return search_sink_props(variant, args.master, args.opensearch_url or "", args.topic, name, index)
+
+    # one session per process, from the sinks' spark.* settings (HDFS's win where both set one)
+    session = {k: v for props in (search_props("s", "i"), hdfs_props("h", "/h")) for k, v in props.items()
+               if k.startswith("spark.")}
+    spark = spark_session(session)
+    bulk_size = int(search_props("s", "i")["batch.size"])
     if args.hdfs_url:
-        run_sink({**common, "name": "warm", "topics": args.topic, "topics.dir": f"{run}/warm/topics",
-                  "logs.dir": f"{run}/warm/logs"}, args.bootstrap, work / f"state-warm-{run[7:]}", args.records)
+        run_sink(hdfs_props("warm", f"{run}/warm"), args.bootstrap, work / f"state-warm-{run[7:]}", args.records)
         baseline(spark, args.bootstrap, args.topic, f"{args.hdfs_url}{run}/warm/baseline")
     if args.opensearch_url:
-        run_sink({**search, "name": "warm-os", "topics": args.topic, "index.name.format": f"warm-{run[7:]}"},
-                 args.bootstrap, work / f"state-warm-os-{run[7:]}", args.records, search=True)
-        baseline_search(spark, args.bootstrap, args.topic, args.opensearch_url, f"warm-{run[7:]}-plain")
+        run_sink(search_props("warm-os", f"warm-{run[7:]}"), args.bootstrap, work / f"state-warm-os-{run[7:]}",
+                 args.records, search=True)
+        baseline_search(spark, args.bootstrap, args.topic, args.opensearch_url, f"warm-{run[7:]}-plain", bulk_size)
         import httpx
 
         httpx.delete(f"{args.opensearch_url}/warm-{run[7:]}*", timeout=60)
@@ -195,9 +245,8 @@ def child(args: argparse.Namespace) -> int:
             hdfs = out.setdefault("hdfs", {"sink": [], "baseline": []})
 
             def one_sink(r: int = r, times: dict[str, list[float]] = hdfs) -> None:
-                times["sink"].append(run_sink({**common, "name": f"sink-{r}", "topics": args.topic,
-                                               "topics.dir": f"{run}/{r}/topics", "logs.dir": f"{run}/{r}/logs"},
-                                              args.bootstrap, work / f"state-{run[7:]}-{r}", args.records))
+                times["sink"].append(run_sink(hdfs_props(f"sink-{r}", f"{run}/{r}"), args.bootstrap,
+                                              work / f"state-{run[7:]}-{r}", args.records))
 
             def one_base(r: int = r, times: dict[str, list[float]] = hdfs) -> None:
                 times["baseline"].append(baseline(spark, args.bootstrap, args.topic,
@@ -209,13 +258,12 @@ def child(args: argparse.Namespace) -> int:
             index = f"{args.topic}-{run[7:]}-{r}"
 
             def os_sink(r: int = r, times: dict[str, list[float]] = found, index: str = index) -> None:
-                times["sink"].append(run_sink({**search, "name": f"os-sink-{r}", "topics": args.topic,
-                                               "index.name.format": index}, args.bootstrap,
+                times["sink"].append(run_sink(search_props(f"os-sink-{r}", index), args.bootstrap,
                                               work / f"state-os-{run[7:]}-{r}", args.records, search=True))
 
             def os_base(times: dict[str, list[float]] = found, index: str = index) -> None:
                 times["baseline"].append(baseline_search(spark, args.bootstrap, args.topic, args.opensearch_url,
-                                                         f"{index}-plain"))
+                                                         f"{index}-plain", bulk_size))
 
             steps.append((os_sink, os_base))
         for sink_step, base_step in steps:
@@ -235,6 +283,9 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=500_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--skip", choices=("hdfs", "opensearch"), action="append", default=[])
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
+                        help="which settings, in this order for each master (shipped is the headline)")
+    parser.add_argument("--variant", default="shipped", help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--master", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -263,35 +314,42 @@ def main() -> int:
         topic = f"bench-{uuid.uuid4().hex[:6]}"
         print(f"producing {args.records:,} records to Kafka ...", file=sys.stderr, flush=True)
         produce(kafka.bootstrap_servers, topic, args.records)
-        results: dict[str, dict[str, list[float]]] = {}
+        results: dict[tuple[str, str], dict[str, list[float]]] = {}
         for label, master in (("local[2]", "local[2]"), ("cluster (2 workers x 1 core)", cluster.master_url)):
-            print(f"measuring on {label} ...", file=sys.stderr, flush=True)
-            cmd = [sys.executable, __file__, "--child", "--master", master, "--bootstrap", kafka.bootstrap_servers,
-                   "--topic", topic, "--records", str(args.records),
-                   "--rounds", str(args.rounds), "--work", str(work)]
-            if hdfs is not None:
-                cmd += ["--hdfs-url", hdfs.url]
-            if opensearch is not None:
-                cmd += ["--opensearch-url", opensearch.url]
-            done = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"),
-                                  timeout=3600)
-            if done.returncode != 0:
-                print(done.stderr[-4000:], file=sys.stderr)
-                return 1
-            results[label] = json.loads(done.stdout.strip().splitlines()[-1])
+            for name in args.variants:
+                print(f"measuring {name} on {label} ...", file=sys.stderr, flush=True)
+                cmd = [sys.executable, __file__, "--child", "--master", master, "--bootstrap",
+                       kafka.bootstrap_servers, "--topic", topic, "--records", str(args.records),
+                       "--rounds", str(args.rounds), "--work", str(work), "--variant", name]
+                if hdfs is not None:
+                    cmd += ["--hdfs-url", hdfs.url]
+                if opensearch is not None:
+                    cmd += ["--opensearch-url", opensearch.url]
+                done = subprocess.run(cmd, capture_output=True, text=True,
+                                      env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"), timeout=3600)
+                if done.returncode != 0:
+                    print(done.stderr[-4000:], file=sys.stderr)
+                    return 1
+                results[(label, name)] = json.loads(done.stdout.strip().splitlines()[-1])
         n = args.records
+        print(f"headline: configs/{HDFS} and configs/{SEARCH} as shipped; changed only: {INTRINSIC}")
+        for name in args.variants:
+            if not VARIANTS[name].shipped:
+                print(f"  {VARIANTS[name].title()}")
+        bulk = shipped_props(SEARCH)["batch.size"]
         titles = {"hdfs": f"HdfsSparkSink from Kafka, {n:,} JSON records -> Parquet dt=/hour= folders",
                   "opensearch": f"ElasticsearchSparkSink from Kafka, {n:,} JSON records -> OpenSearch "
-                                f"(bulk {BULK_SIZE})"}
+                                f"(bulk {bulk} shipped)"}
         for target, title in titles.items():
             if target in args.skip:
                 continue
             print(f"{title}, {args.rounds} rounds (medians; ratio per round in brackets)")
-            for label, by_target in results.items():
+            for (label, name), by_target in results.items():
                 r = by_target[target]
                 ratios = [b / s for s, b in zip(r["sink"], r["baseline"], strict=True)]
-                print(f"  {label:<30} sink {n / statistics.median(r['sink']):>10,.0f} records/s   plain write "
-                      f"{n / statistics.median(r['baseline']):>10,.0f} records/s   ratio "
+                tag = "shipped, headline" if name == "shipped" else name
+                print(f"  {label:<30} {tag:<18} sink {n / statistics.median(r['sink']):>10,.0f} records/s   "
+                      f"plain write {n / statistics.median(r['baseline']):>10,.0f} records/s   ratio "
                       f"{statistics.median(ratios):.2f} [{', '.join(f'{x:.2f}' for x in ratios)}]")
         return 0
     finally:
