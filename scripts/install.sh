@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Installs everything Headrace and its test suite need on a fresh Debian machine:
-# the Python package with its test extras, Debian packages, and the Maven-fetched service jars.
+# the Python package with its test extras (into the virtual environment .venv, see scripts/venv.sh), Debian
+# packages, and the Maven-fetched service jars.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
+. scripts/venv.sh
+headrace_venv
+python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+# the example plugin package of the plugin author's guide: tests/e2e/test_example_plugin.py runs it end to end,
+# found through its entry points as a user's installed plugin is
+python -m pip install --quiet --disable-pip-version-check -e examples/headrace-example-plugin
 
 # Debian packages: kcat (an independent Kafka client for interoperability tests), redis-server, and openssl
 # (the REST TLS tests make their certificates with it).
@@ -24,5 +29,5 @@ fi
 
 # Service jars (Kafka, Apache Kafka Connect, HDFS, OpenSearch, Elasticsearch, Spark's Kafka and Avro modules, Flume, Log4j 2's KafkaAppender) from Maven Central into .cache/services; skipped when already there.
 if [ "${HEADRACE_SKIP_SERVICES:-0}" != 1 ] && [ -f services/__main__.py ]; then
-  python3 -m services fetch kafka connect hdfs opensearch elasticsearch spark-kafka flume log4j-kafka
+  python -m services fetch kafka connect hdfs opensearch elasticsearch spark-kafka flume log4j-kafka
 fi

@@ -61,6 +61,8 @@ def spark_sink_def() -> ConfigDef:
     d.define(STARTING_OFFSETS, ConfigType.STRING, "earliest", LambdaValidator(_starting_offsets),
              Importance.MEDIUM, "Where a new query starts: earliest, latest or a JSON map "
              '{"topic": {"0": offset}}. A restarted query resumes from its checkpoint.', SPARK_GROUP, 5)
+    d.allow_prefix("spark.", "Settings of the worker's Spark session (spark.driver.memory, ...), as far as the "
+                             "worker's spark.conf.override.policy allows.")
     return d
 
 

@@ -164,7 +164,11 @@ class RestWorker:
     def start(self) -> RestWorker:
         self.proc = connect_standalone(self.tmp, self.cfg, *self.connectors)
         proc = self.proc
-        wait_until(lambda: rest_ready(self.port) or not proc.alive(), 60, what="REST /health")
+        try:
+            wait_until(lambda: rest_ready(self.port) or not proc.alive(), 60, what="REST /health")
+        except BaseException:  # never ready: the caller gets no worker to stop, so none may be left running
+            proc.kill9()
+            raise
         assert proc.alive(), proc.log()
         return self
 

@@ -1,4 +1,4 @@
-"""The README's Log4j 2 → Kafka recipe says what the shipped files hold: its KafkaAppender is the one of
+"""The Log4j 2 → Kafka recipe in docs/guide/connectors/ingestion.md says what the shipped files hold: its KafkaAppender is the one of
 configs/log4j2-kafka.xml, with the settings its no-loss table relies on, and its two connector configs are the
 shipped ones. (The end-to-end proof is tests/spark/test_log4j2_kafka_recipe.py, which runs those files.)"""
 
@@ -10,14 +10,15 @@ import xml.etree.ElementTree as ET
 from connect.runtime.properties import load_config_file, parse_properties
 from tests.support import REPO
 
-SECTION = "### Log4j 2 to Kafka: the recipe for Java applications on Kafka"
+PAGE = REPO / "docs" / "guide" / "connectors" / "ingestion.md"
+SECTION = "## Log4j 2 to Kafka: the recipe for Java applications on Kafka"
 
 
 def _section() -> str:
-    text = (REPO / "README.md").read_text()
+    text = PAGE.read_text()
     start = text.index(SECTION)
-    end = text.index("\n## ", start)
-    return text[start:end]
+    end = text.find("\n## ", start + len(SECTION))
+    return text[start:] if end < 0 else text[start:end]
 
 
 def _kafka_appender(root: ET.Element) -> dict[str, object]:
@@ -27,7 +28,7 @@ def _kafka_appender(root: ET.Element) -> dict[str, object]:
             "properties": {p.get("name"): (p.text or "").strip() for p in kafka.iter("Property")}}
 
 
-def test_the_readme_shows_the_shipped_kafka_appender():
+def test_the_docs_show_the_shipped_kafka_appender():
     [snippet] = re.findall(r"```xml\n(.*?)```", _section(), re.S)
     shipped = _kafka_appender(ET.parse(REPO / "configs" / "log4j2-kafka.xml").getroot())
     assert _kafka_appender(ET.fromstring(snippet)) == shipped
@@ -47,11 +48,11 @@ def test_the_shipped_appender_has_the_no_loss_settings():
     assert [ref.get("ref") for ref in client.iter("AppenderRef")] == ["console"]
 
 
-def test_the_readme_shows_the_shipped_worker_and_connector_configs():
+def test_the_docs_show_the_shipped_worker_and_connector_configs():
     worker, connectors = re.findall(r"```properties\n(.*?)```", _section(), re.S)
     shipped_worker = load_config_file(REPO / "configs" / "connect-standalone-kafka-logs.properties")
     assert parse_properties(worker).items() <= shipped_worker.items()
-    # the README's second block holds both connectors, each after a "# configs/<file>" line
+    # the page's second block holds both connectors, each after a "# configs/<file>" line
     parts = re.split(r"\n(?=# configs/)", connectors.strip())
     names = [re.match(r"# configs/(\S+)", part).group(1) for part in parts]  # type: ignore[union-attr]
     assert names == ["hdfs-java-logs-sink.properties", "opensearch-java-logs-sink.properties"]

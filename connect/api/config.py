@@ -8,8 +8,9 @@ endpoint, so users see one set of rules in both places.
 
 from __future__ import annotations
 
+import difflib
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -38,6 +39,7 @@ __all__ = [
     "ValidString",
     "Validator",
     "Width",
+    "closest_key",
     "parse_type",
 ]
 
@@ -454,6 +456,7 @@ class ConfigDef:
     def __init__(self, base: ConfigDef | None = None) -> None:
         self._keys: dict[str, ConfigKey] = dict(base._keys) if base is not None else {}
         self._groups: list[str] = list(base._groups) if base is not None else []
+        self._prefixes: dict[str, str] = dict(base._prefixes) if base is not None else {}
 
     def define(
         self,
@@ -513,6 +516,27 @@ class ConfigDef:
     def __contains__(self, name: object) -> bool:
         return name in self._keys
 
+    def allow_prefix(self, prefix: str, documentation: str = "") -> ConfigDef:
+        """Know every key under ``prefix`` (ending with ``.``) without defining it: a family of settings handed
+        on as they are, such as a client's ``producer.*`` or a Spark session's ``spark.*``. Such keys are
+        neither parsed nor validated here; they are only not reported as unknown."""
+        self._prefixes[prefix] = documentation
+        return self
+
+    @property
+    def prefixes(self) -> Mapping[str, str]:
+        """The allowed key prefixes, with what each family is."""
+        return self._prefixes
+
+    def knows(self, name: str) -> bool:
+        """Whether ``name`` is a defined key or lies in an allowed family."""
+        return name in self._keys or any(name.startswith(p) and len(name) > len(p) for p in self._prefixes)
+
+    def unknown_keys(self, props: Iterable[str]) -> list[str]:
+        """The keys of ``props`` this definition does not know, in their order (Kafka's ``unused``, as
+        far as a definition can tell)."""
+        return [name for name in props if not self.knows(name)]
+
     def embed(self, prefix: str, group: str, start_order: int, child: ConfigDef) -> ConfigDef:
         """Add every key of ``child`` under ``prefix`` (how transform configs join a connector's)."""
         order = start_order
@@ -533,6 +557,8 @@ class ConfigDef:
                 key.recommender,
                 key.internal,
             )
+        for family, documentation in child._prefixes.items():
+            self.allow_prefix(prefix + family, documentation)
         return self
 
     def parse(self, props: Mapping[str, Any]) -> dict[str, Any]:
@@ -580,6 +606,36 @@ class ConfigDef:
                 except ConfigException as exc:
                     cv.add_error(_error_text(exc))
         return results
+
+
+# How alike (difflib's ratio) a supplied key and a known one must be for the one to be taken for a misspelling
+# of the other: "fiel"/"file" is 0.75, "listners"/"listeners" 0.94; unrelated names of similar length stay
+# below 0.5.
+_CLOSE = 0.7
+
+
+def closest_key(name: str, known: Iterable[str], prefixes: Iterable[str] = ()) -> str | None:
+    """The known key ``name`` was probably meant to be, or None when none is close.
+
+    ``known``: the defined keys; ``prefixes``: the allowed families (``producer.``), so that a misspelt family
+    (``prodcuer.acks``) suggests the same key under the family it is closest to (``producer.acks``).
+    """
+    candidates = {k.lower(): k for k in known}
+    best: str | None = None
+    best_ratio = 0.0
+    lowered = name.lower()  # a key spelt with capitals is still the key it spells
+    for match in difflib.get_close_matches(lowered, candidates, n=1, cutoff=_CLOSE):
+        best, best_ratio = candidates[match], difflib.SequenceMatcher(None, lowered, match).ratio()
+    parts = name.split(".")
+    for prefix in prefixes:
+        depth = prefix.count(".")
+        if len(parts) <= depth:
+            continue
+        head = ".".join(parts[:depth]) + "."
+        ratio = difflib.SequenceMatcher(None, head.lower(), prefix.lower()).ratio()
+        if head != prefix and ratio >= _CLOSE and ratio > best_ratio:
+            best, best_ratio = prefix + ".".join(parts[depth:]), ratio
+    return best
 
 
 def _error_text(exc: ConfigException) -> str:

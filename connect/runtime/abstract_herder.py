@@ -53,6 +53,7 @@ class AbstractHerder(Herder):
         # set by a herder when task.restart.enabled: the tries and next restart shown in task status
         self.task_restarter: TaskAutoRestarter | None = None
         self._versions: dict[str, str | None] = {}  # by connector.class: version() builds a plugin
+        self._unknown_keys_logged: dict[str, tuple[str, ...]] = {}  # by connector: what was last logged
         self.status_views = StatusViews()
 
     @property
@@ -85,9 +86,25 @@ class AbstractHerder(Herder):
 
     # --- validation --------------------------------------------------------------------------------------
     def validate_or_raise(self, config: Mapping[str, str]) -> None:
+        """Refuse an invalid config; log the keys of a valid one that no definition knows."""
         result = self.validator.validate(config)
         if result.error_count:
             raise BadRequestError(result.error_message())
+        self._log_unknown_keys(str(config.get("name") or ""), result.warnings)
+
+    def log_unknown_keys(self, name: str, config: Mapping[str, str]) -> None:
+        """Log the unknown keys of a connector config that is started without being validated again (restored
+        from the config topic, or applied from a file unchanged)."""
+        self._log_unknown_keys(name, self.validator.unknown_key_warnings(config))
+
+    def _log_unknown_keys(self, name: str, warnings: Sequence[str]) -> None:
+        # once per connector: the same config submitted again, or restored and then applied from its file,
+        # says nothing new
+        if self._unknown_keys_logged.get(name, ()) == tuple(warnings):
+            return
+        self._unknown_keys_logged[name] = tuple(warnings)
+        for line in warnings:
+            log.warning("[%s] %s", name, line)
 
     def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
         return self.validator.validate(config).to_config_infos()

@@ -113,6 +113,12 @@ def base_connector_def() -> ConfigDef:
              order_in_group=4)
     d.define("errors.log.include.messages", ConfigType.BOOLEAN, False, importance=Importance.MEDIUM,
              group=ERROR_GROUP, order_in_group=5)
+    # Families handed on as they are (to the converters and clients), so never unknown keys
+    for converter in ("key.converter.", "value.converter.", "header.converter."):
+        d.allow_prefix(converter, f"Settings of the connector's {converter[:-1]}.")
+    for client in ("producer", "consumer", "admin"):
+        d.allow_prefix(f"{client}.override.", f"Settings of the connector's {client} clients, as the worker's "
+                                              "connector.client.config.override.policy allows.")
     return d
 
 
@@ -181,6 +187,7 @@ def _define_topic_creation_group(d: ConfigDef, group: str) -> None:
     """The keys of one topic creation group (Kafka Connect's KIP-158); other keys under its prefix are topic
     configs, passed to the topic as they are."""
     prefix = f"{TOPIC_CREATION_PREFIX}{group}."
+    d.allow_prefix(prefix, f"Topic configs of the topics group {group} creates.")
     if group == DEFAULT_GROUP:
         d.define(prefix + "partitions", ConfigType.INT, 1, importance=Importance.LOW, group=TOPIC_CREATION_GROUP,
                  documentation="Partitions of the topics the connector creates; -1: the broker's default.")

@@ -29,6 +29,7 @@ from connect.api.config import (
     ConfigValue,
     Importance,
     LambdaValidator,
+    closest_key,
     format_value,
 )
 from connect.api.connector import Connector
@@ -39,7 +40,7 @@ from connect.runtime.exactly_once_validation import check_exactly_once
 from connect.runtime.file_paths import FilePathPolicy
 from connect.runtime.plugins import PluginRegistry, connector_type
 from connect.runtime.spark_config_policy import SparkConfigOverridePolicy, spark_override_policy
-from connect.runtime.worker_config import WorkerConfig
+from connect.runtime.worker_config import WorkerConfig, unknown_key_warning
 
 __all__ = ["ConnectorConfigValidator", "ValidationResult", "key_definition"]
 
@@ -56,6 +57,8 @@ class ValidationResult:
     definition: ConfigDef
     values: dict[str, ConfigValue]
     connector_class: type[Connector] | None
+    # one line per supplied key no definition knows; accepted all the same, as Kafka Connect accepts them
+    warnings: list[str] = attrs.field(factory=list)
 
     @property
     def errors(self) -> list[tuple[str, str]]:
@@ -84,12 +87,17 @@ class ValidationResult:
         for name, cv in self.values.items():
             if name not in self.definition.config_keys:
                 configs.append({"definition": None, "value": _value_json(None, cv)})
-        return {
+        infos: dict[str, Any] = {
             "name": self.connector_type or "",
             "error_count": self.error_count,
             "groups": self.definition.groups,
             "configs": configs,
         }
+        # Kafka Connect's answer has no place for a warning: a field of its own, only when there is one, leaves
+        # that answer as it is for every client that does not know it
+        if self.warnings:
+            infos["warnings"] = list(self.warnings)
+        return infos
 
 
 def key_definition(key: ConfigKey) -> dict[str, Any]:
@@ -163,17 +171,31 @@ class ConnectorConfigValidator:
         self._check_converters(props, values)
         if kind == "sink":
             self._check_sink_topics(props, values)
-        if connector_cls is not None:
-            self._merge_plugin(definition, values, connector_cls, props)
-            if kind == "source":
-                check_exactly_once(connector_cls, props, values, self.exactly_once_source)
+        merged = connector_cls is not None and self._merge_plugin(definition, values, connector_cls, props)
+        if connector_cls is not None and kind == "source":
+            check_exactly_once(connector_cls, props, values, self.exactly_once_source)
         for error in self.file_paths.check(definition, props):
             _add_error(values, str(error.name), props, str(error))
         for key, message in self.override_policy.refusals(props):
             _add_error(values, key, props, message)
         for key, message in self.spark_policy.refusals(props):
             _add_error(values, key, props, message)
-        return ValidationResult(class_name, definition, values, connector_cls)
+        # without the connector's own definition its keys would all be unknown: connector.class has the error then
+        warnings = _unknown_key_warnings(definition, props, class_name) if merged else []
+        return ValidationResult(class_name, definition, values, connector_cls, warnings)
+
+    def unknown_key_warnings(self, props: Mapping[str, str]) -> list[str]:
+        """``validate(props).warnings`` without validating: only the definitions are built, so nothing of the
+        connector runs (its ``validate`` may reach out to a service). [] when the connector class is unknown."""
+        class_name = props.get("connector.class")
+        try:
+            connector_cls = self.plugins.resolve(str(class_name or ""), ("source", "sink"), "connector.class")
+            plugin_def: ConfigDef = connector_cls().config()  # type: ignore[attr-defined]
+        except Exception:
+            return []  # validation says what is wrong with the class
+        definition = self._enrich(config_class_for(connector_type(connector_cls)).definition_for(props), props)
+        _merge_definition(definition, plugin_def)
+        return _unknown_key_warnings(definition, props, class_name)
 
     def check_task_paths(self, connector_config: Mapping[str, str], task_config: Mapping[str, str]) -> None:
         """Check again, just before a task starts, the file paths declared by the connector and its transforms.
@@ -243,16 +265,20 @@ class ConnectorConfigValidator:
     def _embed_plugin(self, definition: ConfigDef, props: Mapping[str, str], prefix: str, kind: str, group: str) -> None:
         class_name = props.get(prefix + "type")
         if not class_name:
+            definition.allow_prefix(prefix)  # which keys are the plugin's is unknown; the missing type is the error
             return
         try:
             plugin = self.plugins.new_instance(class_name, kind, prefix + "type")
             child: ConfigDef = plugin.config()  # type: ignore[attr-defined]
         except ConfigException:
+            definition.allow_prefix(prefix)
             return  # reported when the type key itself is validated below
         for key in child.config_keys.values():
             if prefix + key.name not in definition:
                 definition.define(prefix + key.name, key.type, key.default_value, key.validator, key.importance,
                                   key.documentation, group, key.order_in_group, key.width, key.display_name)
+        for family, documentation in child.prefixes.items():
+            definition.allow_prefix(prefix + family, documentation)
 
     def _check_sink_topics(self, props: Mapping[str, str], values: dict[str, ConfigValue]) -> None:
         topics = listed(props, "topics")
@@ -278,25 +304,42 @@ class ConnectorConfigValidator:
             )
 
     def _merge_plugin(self, definition: ConfigDef, values: dict[str, ConfigValue], cls: type[Connector],
-                      props: Mapping[str, str]) -> None:
+                      props: Mapping[str, str]) -> bool:
+        """Whether the connector's definition could be merged (else connector.class has the error)."""
         try:
             connector = cls()
             plugin_def = connector.config()
             plugin_values = connector.validate(dict(props))
         except Exception as exc:
             values["connector.class"].add_error(f"{cls.__qualname__} could not validate its config: {exc}")
-            return
-        for key in plugin_def.config_keys.values():
-            if key.name not in definition:
-                definition.define(key.name, key.type, key.default_value, key.validator, key.importance,
-                                  key.documentation, key.group, key.order_in_group, key.width, key.display_name,
-                                  key.dependents, key.recommender, key.internal)
+            return False
+        _merge_definition(definition, plugin_def)
         for name, cv in plugin_values.items():
             existing = values.get(name)
             if existing is None:
                 values[name] = cv
             else:
                 existing.errors.extend(e for e in cv.errors if e not in existing.errors)
+        return True
+
+
+def _merge_definition(definition: ConfigDef, plugin_def: ConfigDef) -> None:
+    """Add the connector's own keys and families to the framework's (which win where both define a key)."""
+    for key in plugin_def.config_keys.values():
+        if key.name not in definition:
+            definition.define(key.name, key.type, key.default_value, key.validator, key.importance,
+                              key.documentation, key.group, key.order_in_group, key.width, key.display_name,
+                              key.dependents, key.recommender, key.internal)
+    for family, documentation in plugin_def.prefixes.items():
+        definition.allow_prefix(family, documentation)
+
+
+def _unknown_key_warnings(definition: ConfigDef, props: Mapping[str, str], class_name: str | None) -> list[str]:
+    """A line for each key of ``props`` no definition knows, with the key it was probably meant to be; the
+    connector is named by its class as the config gives it, without the package."""
+    owner = str(class_name or "").strip().rsplit(".", 1)[-1] or None
+    return [unknown_key_warning(key, closest_key(key, definition.config_keys, definition.prefixes), owner)
+            for key in definition.unknown_keys(props)]
 
 
 def _add_error(values: dict[str, ConfigValue], key: str, props: Mapping[str, Any], message: str) -> None:

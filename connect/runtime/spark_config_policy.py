@@ -120,7 +120,7 @@ TUNING_KEYS: Mapping[str, _Kind] = {
     "spark.executor.heartbeatInterval": DURATION,
     "spark.locality.wait": DURATION,
     "spark.log.level": _one_of("ALL", "DEBUG", "ERROR", "FATAL", "INFO", "OFF", "TRACE", "WARN"),
-    # the HDFS client's patience when it closes a file (README, Spark sinks), numbers only
+    # the HDFS client's patience when it closes a file (docs/guide/connectors/spark-sinks.md), numbers only
     "spark.hadoop.dfs.client.block.write.locateFollowingBlock.initial.delay.ms": COUNT,
     "spark.hadoop.dfs.client.block.write.locateFollowingBlock.retries": COUNT,
 }
@@ -180,7 +180,7 @@ def _tuning(key: str, value: str) -> tuple[str, str] | None:
         return f"{key}={value}", ": only local[...] masters, which run Spark inside the worker"
     kind = TUNING_KEYS.get(key)
     if kind is None:
-        return key, ": it is not one of the tuning keys (README, Security)"
+        return key, ": it is not one of the tuning keys (docs/operations/security.md)"
     if kind.accepts(value):
         return None
     return f"{key}={value}", f": expected {kind.description}"

@@ -15,14 +15,17 @@ from connect.api.config import (
     LambdaValidator,
     Range,
     ValidString,
+    closest_key,
 )
 from connect.api.setting import Setting
+from connect.log.embedded.config import WORKER_SETTINGS as EMBEDDED_LOG_SETTINGS
+from connect.log.kafka.config import client_setting_names
 from connect.runtime.client_config_policy import POLICY_NAMES, ClientConfigOverridePolicy, override_policy
 from connect.runtime.spark_config_policy import POLICY_CONFIG as SPARK_POLICY_CONFIG
 from connect.runtime.spark_config_policy import POLICY_NAMES as SPARK_POLICY_NAMES
 from connect.runtime.spark_config_policy import SparkConfigOverridePolicy, spark_override_policy
 
-__all__ = ["DistributedConfig", "StandaloneConfig", "WorkerConfig", "worker_config_def"]
+__all__ = ["DistributedConfig", "StandaloneConfig", "WorkerConfig", "unknown_key_warning", "worker_config_def"]
 
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 
@@ -139,7 +142,7 @@ def worker_config_def() -> ConfigDef:
              Importance.MEDIUM,
              "Which spark.* keys a connector config may hand the Spark session of the Spark sinks: None (none), "
              "Tuning (only tuning keys with plain values: memory, cores, partitions, adaptive execution, Arrow "
-             "batch sizes, codecs, timeouts, and a local[...] spark.master; README, Security) or All (any, "
+             "batch sizes, codecs, timeouts, and a local[...] spark.master; see Security in the docs) or All (any, "
              "including keys that load code, set JVM or environment options or name files: only for workers "
              "whose every REST caller may run code as the worker's user). The worker config's own spark.* "
              "settings are passed to the session whatever this says.")
@@ -155,16 +158,55 @@ def worker_config_def() -> ConfigDef:
              "How long a thread may hold Python's GIL while another waits for it (sys.setswitchinterval), in "
              "microseconds. Python's default, 5000, lets tasks moving records at full speed hold back REST "
              "requests by tens of milliseconds each time they get the GIL; 1000 keeps status requests fast beside "
-             "busy tasks (see README, Scale).")
+             "busy tasks (see Standalone mode in the docs).")
     d.define("rest.request.priority.max.ms", ConfigType.INT, 5, Range.between(0, 100), Importance.LOW,
              "While a REST request is being served, task threads step aside between two batches until it is "
              "answered, for at most this many milliseconds, so that status requests stay fast beside tasks moving "
-             "records at full speed (see README, Scale). 0 turns it off.")
+             "records at full speed (see Standalone mode in the docs). 0 turns it off.")
     d.define("rest.separate.process", ConfigType.BOOLEAN, True, importance=Importance.LOW,
              documentation="Serve the REST listeners from a process of their own, which answers status reads from "
              "the statuses the worker sends it on every change and passes every other request to the worker, so "
-             "status requests stay fast while tasks move records at full speed (see README, Scale).")
+             "status requests stay fast while tasks move records at full speed (see Standalone mode in the docs).")
+    # Families the worker hands on as they are; a key under one is never reported as unknown
+    d.allow_prefix("producer.", "Settings of the producers of source tasks (and the worker's own).")
+    d.allow_prefix("consumer.", "Settings of the consumers of sink tasks (and the worker's own).")
+    d.allow_prefix("admin.", "Settings of the admin clients that create topics.")
+    for converter in ("key.converter.", "value.converter.", "header.converter."):
+        d.allow_prefix(converter, f"Settings of the worker's {converter[:-1]}.")
+    d.allow_prefix("config.providers.", "<name>.class and <name>.param.* of each of config.providers.")
+    d.allow_prefix("listeners.https.", "ssl.* settings that apply to the https listeners only.")
+    d.allow_prefix("spark.", "Settings of the Spark session of the Spark sinks.")
     return d
+
+
+# Worker settings read outside the worker's definition, each by the part it configures: the Kafka clients'
+# shared (top-level) settings, the embedded log's broker-style ones, the schema registry's (connect/cli/
+# schema_registry.py). None of them is an unknown key.
+_READ_ELSEWHERE: frozenset[str] = (
+    client_setting_names() | EMBEDDED_LOG_SETTINGS
+    | {"schema.registry.topic", "schema.registry.replication.factor", "schema.compatibility.level"}
+)
+
+
+# Apache Kafka Connect worker settings Headrace has no use for: a config written for Java's worker may carry them,
+# so they are named as what they are rather than as misspellings ("did you mean ...").
+KAFKA_CONNECT_UNUSED: Mapping[str, str] = {
+    "plugin.discovery": "plugins are found through Python entry points",
+    "response.http.headers.config": "the REST server sets its own response headers",
+    "topic.tracking.enable": "active topics are always tracked",
+    "topic.tracking.allow.reset": "active topics are always tracked",
+    "inter.worker.key.size": "the session key's size is fixed by its algorithm",
+    "internal.key.converter": "removed in Kafka 3.0; internal topics are always JSON",
+    "internal.value.converter": "removed in Kafka 3.0; internal topics are always JSON",
+    "rest.host.name": "removed in Kafka 3.0; use listeners",
+    "rest.port": "removed in Kafka 3.0; use listeners",
+}
+
+
+def unknown_key_warning(key: str, suggestion: str | None, owner: str | None = None) -> str:
+    """How an unknown key is reported, in the log and by REST validation alike."""
+    text = f"{key}: not a known setting" + (f" of {owner}" if owner else "")
+    return text + (f"; did you mean {suggestion}?" if suggestion else "")
 
 
 class WorkerConfig(AbstractConfig):
@@ -256,6 +298,27 @@ class WorkerConfig(AbstractConfig):
         return {key: str(value) for key, value in self.originals_with_prefix(prefix, strip=False).items()
                 if key not in self.definition.config_keys and value not in (None, "")}
 
+    def unknown_key_warnings(self) -> list[str]:
+        """One line for each supplied key no part of the worker knows, naming the key it was probably meant to
+        be (Kafka Connect's "supplied but isn't a known config"); the worker logs them once at start."""
+        known = self.definition.config_keys.keys() | _READ_ELSEWHERE
+        out = []
+        for key in self.definition.unknown_keys(self.originals):
+            if key in _READ_ELSEWHERE:
+                continue
+            if key in KAFKA_CONNECT_UNUSED:
+                out.append(f"{key}: a Kafka Connect setting Headrace does not use ({KAFKA_CONNECT_UNUSED[key]}); "
+                           "ignored")
+            elif self.other_mode_knows(key):
+                out.append(f"{key}: a setting of the other worker mode (standalone/distributed); ignored here")
+            else:
+                out.append(unknown_key_warning(key, closest_key(key, known, self.definition.prefixes)))
+        return out
+
+    def other_mode_knows(self, key: str) -> bool:
+        """Whether the worker of the other mode defines ``key`` (a distributed setting in a standalone config)."""
+        return False
+
     def backend_config(self) -> dict[str, Any]:
         """The originals the topic layer needs (client keys and prefixes), with bootstrap normalised."""
         out = dict(self.originals)
@@ -298,6 +361,9 @@ def _standalone_def() -> ConfigDef:
 
 class StandaloneConfig(WorkerConfig):
     DEFINITION = _standalone_def()
+
+    def other_mode_knows(self, key: str) -> bool:
+        return key in DistributedConfig.DEFINITION.config_keys
 
 
 def _distributed_def() -> ConfigDef:
@@ -355,6 +421,9 @@ def _distributed_def() -> ConfigDef:
 
 class DistributedConfig(WorkerConfig):
     DEFINITION = _distributed_def()
+
+    def other_mode_knows(self, key: str) -> bool:
+        return key in StandaloneConfig.DEFINITION.config_keys
 
     group_id = Setting[str]("group.id")
     config_storage_topic = Setting[str]("config.storage.topic")

@@ -209,7 +209,9 @@ class FileStreamSourceTask(SourceTask):
                 self._stdin_fd = sys.stdin.fileno()
             except (OSError, ValueError, AttributeError) as exc:
                 raise ConnectException(f"FileStreamSourceTask has no file and cannot read stdin: {exc}") from exc
-            log.info("FileStreamSourceTask reading stdin into topic %s", self._topic)
+            # a warning: in a worker, stdin is rarely what was meant (a misspelt "file", say)
+            log.warning("[%s] FileStreamSource has no %s setting: reading standard input into topic %s",
+                        props.get("name", ""), FILE_CONFIG, self._topic)
         else:
             self._partition = {FILENAME_FIELD: self._filename}
             self._changed = file_change_watcher().subscribe(self._filename)

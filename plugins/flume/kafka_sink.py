@@ -77,6 +77,7 @@ CONFIG_DEF = (
     .define(FLUSH_TIMEOUT_CONFIG, ConfigType.INT, 30_000, Range.at_least(1), importance=Importance.LOW,
             documentation="How long a commit waits for Kafka to acknowledge the records before it fails.")
 )
+CONFIG_DEF.allow_prefix(PRODUCER_PREFIX, "Settings of the Kafka producer, as Flume's Kafka sink takes them.")
 # producer settings that are secrets: declared as passwords, so the worker never logs or returns them
 for _secret in ("sasl.password", "ssl.key.password", "ssl.keystore.password"):
     CONFIG_DEF.define(PRODUCER_PREFIX + _secret, ConfigType.PASSWORD, None, importance=Importance.LOW,

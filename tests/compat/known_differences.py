@@ -2,7 +2,7 @@
 
 tests/compat/test_side_by_side.py sends the same REST requests to both and fails on any difference in
 status code or JSON key structure that is not listed here, and on any entry here that the run no longer
-sees (so the list stays short and true). The README's compatibility section lists the same entries
+sees (so the list stays short and true). docs/guide/rest-api.md ("Checked against Apache Kafka Connect 4.1") lists the same entries
 (tests/compat/test_known_differences_documented.py checks it).
 """
 

@@ -116,7 +116,7 @@ def same_config_keys(java: Any, headrace: Any) -> None:
 
 def validation_summary(body: Any) -> Any:
     # Only what the step is about: Kafka Connect 4.1 also shows each converter's effective class where
-    # Headrace shows null (see the README's compatibility section)
+    # Headrace shows null (see docs/guide/rest-api.md, "Checked against Apache Kafka Connect 4.1")
     return {k: body[k] for k in ("name", "error_count", "groups")} if isinstance(body, dict) else body
 
 

@@ -255,7 +255,7 @@ def test_hard_bounce_loses_nothing_and_duplicates_stay_within_a_flush_interval(p
                   for t in b["tasks"] if t["worker_id"] == victim.worker_id)
     killed = time.monotonic()
     victim.kill9()
-    # the documented bound (README, Guarantees): at most the records moved in the last flush interval (plus a
+    # the documented bound (docs/guide/guarantees.md): at most the records moved in the last flush interval (plus a
     # second for a commit under way), counted on each side: the source's replay reaches the sink file too
     sink_moved, source_moved = p.moved_before(killed, FLUSH_S + 1)
     victim.restart().wait_ready()

@@ -166,7 +166,7 @@ def test_the_broker_cut_off_from_every_worker_for_30_s_loses_nothing_and_work_re
         wait_until(lambda: set(_lines(sink_file)) >= expected, 120, 0.5, what="every line in the sink")
         lines = _lines(sink_file)
         duplicates = len(lines) - len(set(lines))
-        # Duplicates (README, delivery guarantees): what moved in the last flush interval before the cut is moved
+        # Duplicates (docs/guide/guarantees.md): what moved in the last flush interval before the cut is moved
         # again once the work restarts (sink: from the last committed offsets; source: from the last committed
         # file position), so at most one flush interval of the feed for each of the two connectors.
         bound = int(feed.rate * FLUSH_S * 2)

@@ -177,7 +177,7 @@ def test_a_worker_cut_off_for_60_s_stops_its_tasks_and_its_work_moves_then_it_re
         wait_until(lambda: set(sink_file.read_text().split()) >= expected, 120, 0.5, what="every line in the sink")
         lines = sink_file.read_text().split()
         duplicates = len(lines) - len(set(lines))
-        # Duplicates (README, delivery guarantees): what moved in the last flush interval before the cut is moved
+        # Duplicates (docs/guide/guarantees.md): what moved in the last flush interval before the cut is moved
         # again by the tasks' new owners (sink: from the last committed offsets; source: from the last committed
         # file position), so at most one flush interval of the feed for each of the two connectors.
         bound = int(feed.rate * FLUSH_S * 2)

@@ -1,6 +1,6 @@
-"""Config providers exist only when the worker config names them, as in Kafka Connect, and the README says so.
+"""Config providers exist only when the worker config names them, as in Kafka Connect, and the docs say so.
 
-The README's REST section said ``${file:...}``, ``${env:...}`` and ``${directory:...}`` work without
+The README's REST section once said ``${file:...}``, ``${env:...}`` and ``${directory:...}`` work without
 ``config.providers``, while the code and the Security section say they do not. Kafka Connect leaves a reference
 to a provider it does not have as written; so does Headrace, which these tests show on a real worker.
 """
@@ -54,16 +54,19 @@ def test_a_file_reference_is_resolved_only_when_config_providers_names_file(tmp_
     assert SECRET not in log
 
 
-def _paragraphs_about_config_providers(readme: str) -> list[str]:
-    """Every README paragraph or list item that starts with the bold "Config providers." heading."""
-    return [m.group(0) for m in re.finditer(r"^[ \t]*(?:- )?\*\*Config providers\.\*\*.*?(?=\n\s*\n|\n- |\n\*\*)",
-                                            readme, re.MULTILINE | re.DOTALL)]
+def _paragraphs_about_config_providers(page: str) -> list[str]:
+    """Every paragraph or list item that starts with the bold "Config providers." lead, and every section under a
+    "Config providers" heading (up to the next heading)."""
+    led = re.finditer(r"^[ \t]*(?:- )?\*\*Config providers\.\*\*.*?(?=\n\s*\n|\n- |\n\*\*)", page,
+                      re.MULTILINE | re.DOTALL)
+    headed = re.finditer(r"^#+ Config providers\n.*?(?=\n#)", page, re.MULTILINE | re.DOTALL)
+    return [m.group(0) for m in (*led, *headed)]
 
 
-def test_the_readme_says_in_every_section_that_providers_need_config_providers() -> None:
-    readme = (REPO / "README.md").read_text()
-    paragraphs = _paragraphs_about_config_providers(readme)
-    assert len(paragraphs) >= 2, "the REST API and the Security sections each describe config providers"
+def test_the_docs_say_in_every_section_that_providers_need_config_providers() -> None:
+    pages = [REPO / "docs" / "guide" / "rest-api.md", REPO / "docs" / "operations" / "security.md"]
+    paragraphs = [p for page in pages for p in _paragraphs_about_config_providers(page.read_text())]
+    assert len(paragraphs) >= 2, "the REST API guide and the Security page each describe config providers"
     for text in paragraphs:
         flat = " ".join(text.split())
         assert "without declaring" not in flat and "work without" not in flat, flat

@@ -1,4 +1,4 @@
-"""The no-loss settings of configs/log4j2-kafka.xml (the README's Log4j 2 → Kafka recipe) against the real
+"""The no-loss settings of configs/log4j2-kafka.xml (the Log4j 2 → Kafka recipe of docs/guide/connectors/ingestion.md) against the real
 KafkaAppender of log4j-core 2.23.1 and the services/ Kafka broker, with a Java program compiled here:
 
 - the broker restarted while the application logs: every logging call that returned has its event in the

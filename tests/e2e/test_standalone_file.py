@@ -115,7 +115,7 @@ def test_kill_9_mid_stream_loses_nothing_and_bounds_duplicates(tmp_path):
     """A kill -9 after both tasks' first commits, with half the file still to be written.
 
     The restarted source reads again from its committed position and the restarted sink from its committed
-    offset, so the duplicates are exactly what was uncommitted at the kill (README, Guarantees).
+    offset, so the duplicates are exactly what was uncommitted at the kill (docs/guide/guarantees.md).
     """
     source_file = tmp_path / "test.txt"
     source_file.write_text("")

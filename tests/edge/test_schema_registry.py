@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 REGISTRY = "/schema-registry"
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
-DEPTH_LIMIT = 128  # documented in the README ("Schema registry and Avro")
+DEPTH_LIMIT = 128  # documented in docs/operations/security.md ("The schema registry")
 # The worker and its REST front measured 114 MB, 153 MB once the registry held two 25,000-field versions; the
 # bound leaves room for a loaded machine, not for a parse that keeps a copy of the schema per field.
 RSS_BOUND = 400 * 1024 * 1024
@@ -57,7 +57,7 @@ def file_source(tmp: Path) -> Path:
 
 
 def test_a_wide_registration_answers_within_seconds_beside_the_rest_api(tmp_path: Path) -> None:
-    # the finding's level; set for the whole registry by the worker key the README names
+    # the finding's level; set for the whole registry by the worker key docs/guide/schema-registry.md names
     worker = EdgeWorker(tmp_path, worker_overrides={"schema.compatibility.level": "BACKWARD_TRANSITIVE"}).start()
     try:
         source = worker.create(file_source(tmp_path))

@@ -15,7 +15,7 @@ from connect.schema_registry.api import Compatibility, SchemaRegistryError
 from connect.schema_registry.compatibility import MAX_CHECK_STEPS, incompatibilities, parse_schema
 from tests.schema_registry.test_registry_api import Registry
 
-DEPTH_LIMIT = 128  # the documented limit (README, "Schema registry and Avro")
+DEPTH_LIMIT = 128  # the documented limit (docs/operations/security.md, "The schema registry")
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def test_a_check_past_its_budget_is_refused_with_422() -> None:
         incompatibilities(Compatibility.BACKWARD, new, [(1, old)], max_steps=100_000)
     assert refused.value.status == 422 and refused.value.error_code == 42201
     assert "100,000 steps" in refused.value.message
-    assert MAX_CHECK_STEPS == 2_000_000  # the documented limit (README)
+    assert MAX_CHECK_STEPS == 2_000_000  # the documented limit (docs/operations/security.md)
 
 
 def test_closing_the_registry_ends_a_check_under_way(reg: Registry) -> None:

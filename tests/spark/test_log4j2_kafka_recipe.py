@@ -1,4 +1,4 @@
-"""The README's recipe for Java applications on Kafka, end to end with the files it ships: a Java program
+"""The recipe for Java applications on Kafka (docs/guide/connectors/ingestion.md), end to end with the files it ships: a Java program
 (compiled here) logs 10,000 events with ThreadContext (MDC) fields through Log4j 2's KafkaAppender
 (configs/log4j2-kafka.xml: syncSend, acks=all, idempotence, EcsLayout.json) to a topic on the services/ Kafka
 broker; a connect-standalone worker on that Kafka (configs/connect-standalone-kafka-logs.properties) runs

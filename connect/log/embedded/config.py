@@ -37,6 +37,14 @@ _COARSE_UNITS: dict[str, tuple[tuple[str, int], ...]] = {
 }
 
 
+# Every worker setting the embedded log reads (backend.py lists what the ones beyond the topic defaults do).
+WORKER_SETTINGS: frozenset[str] = frozenset(
+    {broker_key for _, broker_key in _TOPIC_KEYS.values()}
+    | {coarse for units in _COARSE_UNITS.values() for coarse, _ in units}
+    | {"embedded.log.fsync", "num.partitions", "auto.create.topics.enable", "log.retention.check.interval.ms"}
+)
+
+
 def _as_int(name: str, raw: Any, minimum: int) -> int:
     try:
         value = int(str(raw).strip())

@@ -21,6 +21,7 @@ __all__ = [
     "CONSUMER_DEFAULTS",
     "PRODUCER_DEFAULTS",
     "client_config",
+    "client_setting_names",
     "librdkafka_scope",
 ]
 
@@ -116,6 +117,12 @@ _ASSIGNORS = {
     # stickiness, which is what users of StickyAssignor want.
     "org.apache.kafka.clients.consumer.StickyAssignor": "cooperative-sticky",
 }
+
+
+def client_setting_names() -> frozenset[str]:
+    """Every Java client setting name a worker config may carry for its clients, whether librdkafka takes it,
+    it is translated, our code reads it or it means nothing here (the worker's unknown-key check)."""
+    return frozenset(_SCOPE) | frozenset(_RENAMES) | _JAVA_ONLY | OWN_KEYS | {"sasl.jaas.config"}
 
 
 def _assignors(value: str) -> str:
