@@ -178,7 +178,7 @@ def test_the_cli_refuses_a_connector_file_with_a_refused_key_in_one_line(tmp_pat
     err = res.stderr.decode()
     assert res.returncode != 0 and "Traceback" not in err
     assert [line for line in err.splitlines() if line.startswith("ERROR")] == [
-        f"ERROR {conn}: The 'Tuning' Spark config override policy (spark.conf.override.policy) "
+        f"ERROR {conn}: spark.plugins: The 'Tuning' Spark config override policy (spark.conf.override.policy) "
         "does not allow spark.plugins in a connector configuration: it is not one of the tuning keys "
         "(docs/operations/security.md); the worker configuration may set it"]
     assert not (tmp_path / "out").exists()
