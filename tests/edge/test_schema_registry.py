@@ -110,9 +110,13 @@ def test_deep_nesting_is_422_naming_the_limit(edge_worker: EdgeWorker) -> None:
     assert "RecursionError" not in edge_worker.log()
 
 
-def test_sigterm_during_a_long_registration_stops_the_worker_within_the_graceful_timeout(tmp_path: Path) -> None:
+def test_sigterm_during_a_long_registration_stops_the_worker_within_the_graceful_timeout(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
     worker = EdgeWorker(tmp_path).start()
     assert worker.proc is not None and worker.proc.proc is not None
+    proc = worker.proc
+    # an assertion failing before the SIGTERM must not leave the worker running after the test
+    request.addfinalizer(lambda: proc.kill9() if proc.alive() else None)
     with worker.http(timeout=120) as client:
         assert register(client, "slow-value", same_name_unions(4_000, "int")).status_code == 200
         outcome: list[object] = []
