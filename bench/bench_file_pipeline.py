@@ -45,6 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._configs import CONFIGS, WORKER, Variant, with_changes  # noqa: E402
+from bench._proc import TreeUsage  # noqa: E402
 
 SOURCE, SINK = "connect-file-source.properties", "connect-file-sink.properties"
 
@@ -117,22 +118,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _tree_cpu(pid: int) -> float:
-    """CPU seconds (user + system) of a process and its live descendants (the REST front, if any)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total, pending = 0.0, [pid]
-    while pending:
-        p = pending.pop()
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-            for task in Path(f"/proc/{p}/task").iterdir():
-                pending += [int(c) for c in (task / "children").read_text().split()]
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
-
-
 def write_configs(work: Path, variant: Variant, extra: list[str], configs: Path = CONFIGS) -> None:
     """The three shipped files (of ``configs``), with ``variant``'s changes and ``extra`` worker settings, into
     ``work``."""
@@ -154,32 +139,6 @@ def baseline(src: Path, dst: Path) -> float:
         fout.flush()
         os.fsync(fout.fileno())
     return time.perf_counter() - started
-
-
-def _tree_pids(pid: int) -> list[int]:
-    pids, pending = [], [pid]
-    while pending:
-        p = pending.pop()
-        pids.append(p)
-        try:
-            for task in Path(f"/proc/{p}/task").iterdir():
-                pending += [int(c) for c in (task / "children").read_text().split()]
-        except (OSError, ValueError):
-            continue
-    return pids
-
-
-def _tree_peak_rss_mib(pid: int) -> float:
-    """The sum over a process tree of each process's peak resident set (VmHWM), in MiB."""
-    total = 0
-    for p in _tree_pids(pid):
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    total += int(line.split()[1])
-        except (OSError, ValueError):
-            continue
-    return total / 1024
 
 
 @dataclass
@@ -229,8 +188,9 @@ def pipeline(work: Path, src: Path, lines: int, variant: Variant, extra: list[st
                 raise SystemExit("worker exited early:\n" + (work / "worker.log").read_text()[-3000:])
             time.sleep(0.05)
         done = time.perf_counter()
-        cpu = _tree_cpu(proc.pid)
-        rss = _tree_peak_rss_mib(proc.pid)
+        usage = TreeUsage(proc.pid)
+        cpu = usage.sample()
+        rss = usage.peak_rss_mb
     finally:
         proc.terminate()  # SIGTERM: a clean stop, so cProfile writes its file
         proc.wait(60)

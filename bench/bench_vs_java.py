@@ -61,6 +61,9 @@ from services.kafka import java_executable
 from services.kafka_connect import STANDALONE_MAIN, JavaConnectService
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench._proc import TreeUsage  # noqa: E402
+
 SHIPPED_CONFIG = REPO / "configs" / "connect-standalone.properties"
 STRING = "org.apache.kafka.connect.storage.StringConverter"
 JSON = "org.apache.kafka.connect.json.JsonConverter"
@@ -150,48 +153,6 @@ class LineCount:
     def close(self) -> None:
         if self.fh is not None:
             self.fh.close()  # type: ignore[attr-defined]
-
-
-# --- the process tree, from /proc --------------------------------------------------------------------------------
-def _tree(pid: int) -> list[int]:
-    pids, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        pids.append(p)
-        try:
-            for task in os.listdir(f"/proc/{p}/task"):
-                todo.extend(int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split())
-        except OSError:
-            pass
-    return pids
-
-
-class TreeUsage:
-    """CPU seconds and peak RSS of a process and its descendants, the last figure seen kept for each pid
-    (so that a child that exits still counts)."""
-
-    TICK = os.sysconf("SC_CLK_TCK")
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.cpu: dict[int, float] = {}
-        self.hwm_kb: dict[int, int] = {}
-
-    def sample(self) -> float:
-        for p in _tree(self.pid):
-            try:
-                fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-                self.cpu[p] = (int(fields[11]) + int(fields[12])) / self.TICK
-                for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                    if line.startswith("VmHWM:"):
-                        self.hwm_kb[p] = int(line.split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-        return sum(self.cpu.values())
-
-    @property
-    def peak_rss_mb(self) -> float:
-        return sum(self.hwm_kb.values()) / 1024
 
 
 @dataclass
