@@ -88,7 +88,10 @@ class DistributedRuntime(WorkerProcess):
                                         client_id=f"{config.client_id_base}configs")
         offsets.start()
         status.start()
-        worker = Worker(worker_id, config, self.plugins, backend, offsets, status)
+        from connect.runtime.task_host import task_host_pool
+
+        hosts = task_host_pool(config, worker_id, self.plugins, backend, status, offsets)
+        worker = Worker(worker_id, config, self.plugins, backend, offsets, status, task_hosts=hosts)
         keep_secrets_out_of_text(worker.config_transformer, status)
         self.herder = herder = DistributedHerder(
             worker, store, url, member_factory=lambda listener, state, refresh: _group_member(

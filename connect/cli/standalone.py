@@ -101,7 +101,10 @@ class StandaloneRuntime(WorkerProcess):
         offsets.start()
         worker_id = rest_worker_id(self.config)
         status = StatusStore()
-        worker = Worker(worker_id, self.config, self.plugins, backend, offsets, status)
+        from connect.runtime.task_host import task_host_pool
+
+        hosts = task_host_pool(self.config, worker_id, self.plugins, backend, status, offsets)
+        worker = Worker(worker_id, self.config, self.plugins, backend, offsets, status, task_hosts=hosts)
         keep_secrets_out_of_text(worker.config_transformer, status)
         self.herder = StandaloneHerder(worker, self._config_store(backend, offsets_file, worker_id))
         signals.raise_if_requested()

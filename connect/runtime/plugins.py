@@ -344,16 +344,20 @@ class PluginRegistry:
         except Exception as exc:
             raise ConfigException(config_key, name, f"cannot instantiate {cls.__qualname__}: {exc}") from exc
 
-    def new_task(self, name: str) -> Task:
-        """A new instance of the task class ``name`` (a full name, as in ``task.class``) of a registered connector."""
+    def task_class(self, name: str) -> type:
+        """The task class ``name`` (a full name, as in ``task.class``) of a registered connector."""
         full = python_class_name(name) or name.strip()
         task_ref = self._tasks.get(full) or self._task_by_alias(name.strip().replace("$", "."))
         if task_ref is None:
             raise ConfigException("task.class", name, "not the task class of any installed connector")
         try:
-            task_cls = task_ref.load()
+            return task_ref.load()
         except ImportError as exc:
             raise ConfigException("task.class", name, str(exc)) from exc
+
+    def new_task(self, name: str) -> Task:
+        """A new instance of the task class ``name`` (a full name, as in ``task.class``) of a registered connector."""
+        task_cls = self.task_class(name)
         try:
             task: Task = task_cls()
             return task

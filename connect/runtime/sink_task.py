@@ -94,6 +94,8 @@ class _Rebalance(RebalanceListener):
 
 class WorkerSinkTask(WorkerTask):
     connector_config: SinkConnectorConfig
+    kind = "sink"
+    is_sink = True
 
     def __init__(self, *args: Any, task: SinkTask, consumer: Consumer, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -107,6 +107,7 @@ class _Context(StreamingSinkTaskContext):
 
 class WorkerStreamingTask(WorkerTask):
     connector_config: SinkConnectorConfig
+    kind = "sink"
 
     def __init__(self, *args: Any, task: StreamingSinkTask, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

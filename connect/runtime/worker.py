@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from connect.api.connector import (
     Connector,
@@ -64,10 +64,15 @@ from connect.runtime.transformation_chain import build_chain
 from connect.runtime.worker_config import WorkerConfig
 from connect.runtime.worker_task import TaskConverters, WorkerTask
 
+if TYPE_CHECKING:
+    from connect.runtime.task_host import RemoteWorkerTask, TaskHostPool
+
 __all__ = ["Worker"]
 
 log = logging.getLogger(__name__)
 C = TypeVar("C", bound=ConnectorConfig)
+# a task this worker runs: in a thread of this process, or in one of its task host processes
+RunningTask = Union[WorkerTask, "RemoteWorkerTask"]
 
 
 class _ConnectorContext(SourceConnectorContext, SinkConnectorContext):
@@ -118,9 +123,11 @@ class Worker:
         status: StatusStore,
         clock: Clock = SYSTEM_CLOCK,
         source_committer: SourceTaskOffsetCommitter | None = None,
+        task_hosts: TaskHostPool | None = None,
     ) -> None:
         """``source_committer``: given (not started) by tests that run commits themselves; else the Worker
-        makes one and starts its thread with the first source task."""
+        makes one and starts its thread with the first source task. ``task_hosts``: where the source and sink
+        tasks run when given (task_host.py); else every task runs in a thread of this process."""
         self.worker_id = worker_id
         self.clock = clock
         self.config = config
@@ -131,9 +138,12 @@ class Worker:
         self.config_transformer = ConfigTransformer(plugins, config)
         self._lock = threading.RLock()
         self._connectors: dict[str, WorkerConnector] = {}
-        self._tasks: dict[ConnectorTaskId, WorkerTask] = {}
+        self._tasks: dict[ConnectorTaskId, RunningTask] = {}
         # the same tasks by connector: status calls ask per connector, and there may be many connectors
-        self._connector_tasks: dict[str, dict[ConnectorTaskId, WorkerTask]] = {}
+        self._connector_tasks: dict[str, dict[ConnectorTaskId, RunningTask]] = {}
+        self.task_hosts = task_hosts
+        # called with a task's id when its thread has ended (a task host tells its worker so)
+        self.task_exit_listener: Callable[[ConnectorTaskId], None] | None = None
         self._admin = None
         self._start_committer = source_committer is None
         self.source_committer = source_committer or SourceTaskOffsetCommitter(clock)
@@ -274,8 +284,16 @@ class Worker:
             if task_id in self._tasks:
                 raise ConnectException(f"Task {task_id} already running on this worker")
             self.startup_counts["task_startup_attempts"] += 1
+            kind = self.task_hosts.can_host(task_config) if self.task_hosts is not None else None
+            task: RunningTask
             try:
-                task = self._build_task(task_id, connector_config, task_config, target)
+                if kind is not None and self.task_hosts is not None:
+                    task = self.task_hosts.task(task_id, kind, connector_config, task_config, target)
+                else:
+                    task = self._build_task(task_id, connector_config, task_config, target)
+                    if self.task_exit_listener is not None:
+                        listener = self.task_exit_listener
+                        task.on_exit = lambda: listener(task_id)
             except Exception as exc:  # the task is FAILED with the reason as its trace
                 self.startup_counts["task_startup_failure"] += 1
                 log.error("[%s] Failed to start task %s: %s", task_id.connector, task_id, exc, exc_info=exc)
@@ -285,7 +303,7 @@ class Worker:
             self._tasks[task_id] = task
             self._connector_tasks.setdefault(task_id.connector, {})[task_id] = task
             self.status.put_task(task_id, Status(State.UNASSIGNED, self.worker_id))
-            if isinstance(task, WorkerSourceTask) and self._start_committer:
+            if isinstance(task, WorkerSourceTask) and self._start_committer:  # a host commits its own
                 self.source_committer.start()
             task.start()
             return True
@@ -411,6 +429,17 @@ class Worker:
         the tasks report no state as they stop (this worker has lost them to others, which report them)."""
         if timeout is None:
             timeout = self.config.task_shutdown_graceful_timeout_ms / 1000
+        tasks = self.signal_stop(task_ids, report)
+        deadline = time.monotonic() + timeout
+        for tid, task in tasks:
+            if not task.await_stop(max(0.0, deadline - time.monotonic())):
+                log.error("[%s] Graceful stop of task %s failed: still running after %.1f s", tid.connector, tid,
+                          timeout)
+                task.cancel()
+
+    def signal_stop(self, task_ids: list[ConnectorTaskId], report: bool = True
+                    ) -> list[tuple[ConnectorTaskId, RunningTask]]:
+        """Take the tasks off this worker and ask each to stop, without waiting; the tasks, to wait for."""
         with self._lock:
             tasks = [(tid, self._tasks.pop(tid)) for tid in task_ids if tid in self._tasks]
             for tid, _ in tasks:
@@ -419,12 +448,11 @@ class Worker:
             if not report:
                 task.cancel()
             task.stop()
-        deadline = time.monotonic() + timeout
-        for tid, task in tasks:
-            if not task.await_stop(max(0.0, deadline - time.monotonic())):
-                log.error("[%s] Graceful stop of task %s failed: still running after %.1f s", tid.connector, tid,
-                          timeout)
-                task.cancel()
+        return tasks
+
+    def task(self, task_id: ConnectorTaskId) -> RunningTask | None:
+        with self._lock:
+            return self._tasks.get(task_id)
 
     def task_ids(self, connector: str | None = None) -> list[ConnectorTaskId]:
         with self._lock:
@@ -441,7 +469,7 @@ class Worker:
         with self._lock:
             tasks = list(self._connector_tasks.get(connector, {}).items())
         out = {tid: task.metrics() for tid, task in tasks}
-        committed = {tid: task.committed_offsets() for tid, task in tasks if isinstance(task, WorkerSinkTask)}
+        committed = {tid: task.committed_offsets() for tid, task in tasks if task.is_sink}
         for tid, lags in self._sink_lags(committed, wait=False).items():
             out[tid]["lag"] = sum(lags.values())
         return out
@@ -463,13 +491,13 @@ class Worker:
         lags = self._sink_lags_now([pair for tasks in by_connector.values() for pair in tasks])
         return {name: self._signatures(tasks, lags) for name, tasks in by_connector.items()}
 
-    def _sink_lags_now(self, tasks: list[tuple[ConnectorTaskId, WorkerTask]]
+    def _sink_lags_now(self, tasks: list[tuple[ConnectorTaskId, RunningTask]]
                        ) -> dict[ConnectorTaskId, dict[tuple[str, int], int]]:
-        committed = {tid: task.committed_offsets() for tid, task in tasks if isinstance(task, WorkerSinkTask)}
+        committed = {tid: task.committed_offsets() for tid, task in tasks if task.is_sink}
         return self._sink_lags(committed, wait=False) if committed else {}
 
     @staticmethod
-    def _signatures(tasks: list[tuple[ConnectorTaskId, WorkerTask]],
+    def _signatures(tasks: list[tuple[ConnectorTaskId, RunningTask]],
                     lags: Mapping[ConnectorTaskId, Mapping[tuple[str, int], int]]
                     ) -> tuple[tuple[ConnectorTaskId, int, tuple[Any, ...], int | None], ...]:
         return tuple((tid, id(task), task.metrics_signature(), sum(lags[tid].values()) if tid in lags else None)
@@ -495,16 +523,16 @@ class Worker:
             state = states[tid] = st.state.value if st is not None else State.UNASSIGNED.value
             per_state = by_connector.setdefault(tid.connector, {})
             per_state[state] = per_state.get(state, 0) + 1
-            if isinstance(task, WorkerSinkTask):
+            if task.is_sink:
                 committed[tid] = task.committed_offsets()
         lags = self._sink_lags(committed)
         for tid, task in tasks:
             counters = task.metrics()
-            if isinstance(task, WorkerSinkTask):
+            if task.is_sink:
                 counters["partition_count"] = len(committed.get(tid, ()))
                 counters["offset_commit_completion"] = task.offset_commits
             out_tasks.append(TaskMetrics(
-                tid.connector, tid.task, "source" if isinstance(task, WorkerSourceTask) else "sink",
+                tid.connector, tid.task, task.kind,
                 states[tid], counters, lags.get(tid, {}), restarts(tid) if restarts is not None else None,
                 client_metrics(task.client_stats())))
         out_connectors = []
@@ -530,7 +558,7 @@ class Worker:
     def _sink_topics(self) -> set[str]:
         """The topics of the partitions this worker's sink tasks have committed offsets for."""
         with self._lock:
-            tasks = [t for t in self._tasks.values() if isinstance(t, WorkerSinkTask)]
+            tasks = [t for t in self._tasks.values() if t.is_sink]
         return {tp.topic for task in tasks for tp in task.committed_offsets()}
 
     def _sink_lags(self, committed: Mapping[ConnectorTaskId, Mapping[TopicPartition, int]], wait: bool = True
@@ -562,6 +590,8 @@ class Worker:
         self.source_committer.stop()
         for name in self.connector_names():
             self.stop_connector(name)
+        if self.task_hosts is not None:
+            self.task_hosts.close()
         self.offset_topics.close()
         self._log_ends.close()
         if self._admin is not None:

@@ -163,6 +163,12 @@ def worker_config_def() -> ConfigDef:
              "While a REST request is being served, task threads step aside between two batches until it is "
              "answered, for at most this many milliseconds, so that status requests stay fast beside tasks moving "
              "records at full speed (see Standalone mode in the docs). 0 turns it off.")
+    d.define("task.processes", ConfigType.INT, -1, Range.at_least(-1), Importance.MEDIUM,
+             "How many task host processes run this worker's source and sink tasks, so that N busy tasks use N "
+             "cores instead of sharing the worker's one Python interpreter lock: hosts start as tasks need them, "
+             "each new task going to the host running fewest. -1 (the default): one per core available to the "
+             "worker, none on a single core; 0: every task runs in the worker process. Exactly-once source tasks "
+             "and Spark streaming tasks always run in the worker (see Task host processes in the docs).")
     d.define("rest.separate.process", ConfigType.BOOLEAN, True, importance=Importance.LOW,
              documentation="Serve the REST listeners from a process of their own, which answers status reads from "
              "the statuses the worker sends it on every change and passes every other request to the worker, so "
@@ -235,6 +241,7 @@ class WorkerConfig(AbstractConfig):
     python_switch_interval_us = Setting[int]("python.switch.interval.us")
     rest_request_priority_max_ms = Setting[int]("rest.request.priority.max.ms")
     rest_separate_process = Setting[bool]("rest.separate.process")
+    task_processes = Setting[int]("task.processes")
 
     def __init__(self, originals: Mapping[str, Any], definition: ConfigDef | None = None) -> None:
         super().__init__(definition or self.DEFINITION, originals)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import abc
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from connect.api.converter import Converter, HeaderConverter
+from connect.api.topic_partition import TopicPartition
 from connect.log.api import ClientStats
 from connect.runtime.clock import SYSTEM_CLOCK, Clock
 from connect.runtime.connector_config import ConnectorConfig
@@ -55,6 +56,9 @@ class WorkerTask(abc.ABC):
     """
 
     task: Any
+    kind = "source"  # as metrics name it: "source" or "sink"
+    is_sink = False  # a consumer-fed sink task, with committed offsets (and so a lag)
+    offset_commits = 0  # a sink task's completed commits
 
     def __init__(
         self,
@@ -88,6 +92,7 @@ class WorkerTask(abc.ABC):
         self._reported: State | None = None  # the state this thread last reported
         self._last_summary: dict[str, int | float] | None = None
         self._thread = threading.Thread(target=self._run, name=f"task-{task_id}", daemon=True)
+        self.on_exit: Callable[[], None] | None = None  # the last thing the task thread does
         self.offset_flush_interval = worker_config.offset_flush_interval_ms / 1000
         self.offset_flush_timeout = worker_config.offset_flush_timeout_ms / 1000
 
@@ -145,6 +150,10 @@ class WorkerTask(abc.ABC):
         dlq = self.errors.dlq
         stats = dlq.producer.stats() if dlq is not None else None
         return (stats,) if stats is not None else ()
+
+    def committed_offsets(self) -> dict[TopicPartition, int]:
+        """The offsets a sink task has committed, by partition (other tasks: none)."""
+        return {}
 
     def record_counts(self) -> dict[str, int]:
         """Records this task moved; each kind of task names its own counters."""
@@ -261,6 +270,8 @@ class WorkerTask(abc.ABC):
                 self._set_status(State.UNASSIGNED)
             self.log_metrics_summary()
             log.info("%s Task stopped (close took %.0f ms)", self, (self.clock.monotonic() - started) * 1000)
+            if self.on_exit is not None:
+                self.on_exit()
 
     def __str__(self) -> str:
         return f"{type(self).__name__}{{id={self.id}}}"

@@ -44,12 +44,12 @@ from connect.log.api import (
 )
 from connect.log.embedded.codec import DecodedBatch
 from connect.log.embedded.config import client_bool, client_int
-from connect.log.embedded.coordinator import GroupCoordinator, coordinator_for
+from connect.log.embedded.coordinator import GroupMembership, membership_for
 from connect.log.embedded.groups import GroupOffsetStore
 from connect.log.embedded.partition import OffsetOutOfRange, PartitionLog
 from connect.log.embedded.reader import PartitionReader
 from connect.log.embedded.signals import DirSignals
-from connect.log.embedded.topics import TopicStore, cached_topic_partition_counts
+from connect.log.embedded.topics import TopicStore
 from connect.log.embedded.txn_filter import TransactionFilter
 
 log = logging.getLogger(__name__)
@@ -156,7 +156,7 @@ class EmbeddedConsumer(Consumer):
         self._rotation = 0
         self._idle_wait = _MIN_IDLE_WAIT_S
         self._subscribed = False
-        self._coord: GroupCoordinator | None = None
+        self._coord: GroupMembership | None = None
         self._member_id: int | None = None
         self._leave: weakref.finalize | None = None
         self._listener: RebalanceListener | None = None
@@ -199,13 +199,9 @@ class EmbeddedConsumer(Consumer):
         self._wanted_topics = frozenset(topics or ())
         self._signals.watch(self._waiter, self._wanted_topics | {tp.topic for tp in self._parts}, compiled is not None)
 
-    def _coordinator(self) -> GroupCoordinator:
+    def _coordinator(self) -> GroupMembership:
         if self._coord is None:
-            root = self._store.root
-            signals = self._signals
-            self._coord = coordinator_for(root, self._group or "",
-                                          lambda: cached_topic_partition_counts(root, signals.topics_version),
-                                          self._signals, self._metadata_interval)
+            self._coord = membership_for(self._store.root, self._group or "", self._metadata_interval)
         return self._coord
 
     def assign(self, partitions: Sequence[TopicPartition]) -> None:

@@ -14,10 +14,12 @@ member's ``poll`` (where its listener can commit), and only then handed to
 the new owner, again inside the new owner's ``poll``. Each listener hears
 only the partitions it loses or gains.
 
-Members in other processes are NOT coordinated: two processes subscribing
-with the same group each get every partition. The embedded log is for a
-single worker process; distributed mode uses Kafka, whose broker-side
-coordinator does this across processes.
+Members in other processes are coordinated only when those processes hand
+their groups to this one: a worker's task host processes install a provider
+(``use_group_provider``) whose stand-ins ask the worker, over their channel,
+to play each member's part in the worker's GroupCoordinator. Two processes
+that do neither each get every partition; distributed mode uses Kafka, whose
+broker-side coordinator does this across processes.
 """
 
 from __future__ import annotations
@@ -28,9 +30,31 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 from connect.api.topic_partition import TopicPartition
-from connect.log.embedded.signals import DirSignals, Waiter
+from connect.log.embedded.signals import DirSignals, Waiter, signals_for
+from connect.log.embedded.topics import cached_topic_partition_counts
+
+
+class GroupMembership(Protocol):
+    """What a subscribed consumer asks of its group: a GroupCoordinator, or a stand-in for one elsewhere."""
+
+    def join(self, topics: Iterable[str] | None, pattern: re.Pattern[str] | None,
+             waiter: Waiter | None = None) -> int: ...
+
+    def resubscribe(self, member_id: int, topics: Iterable[str] | None,
+                    pattern: re.Pattern[str] | None) -> None: ...
+
+    def leave(self, member_id: int) -> None: ...
+
+    def maybe_refresh(self) -> None: ...
+
+    def pending_revocations(self, member_id: int) -> list[TopicPartition]: ...
+
+    def confirm_revoked(self, member_id: int, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def claim_assignments(self, member_id: int) -> list[TopicPartition]: ...
 
 
 class _Member:
@@ -178,6 +202,32 @@ class GroupCoordinator:
 
 _registry: dict[tuple[str, str], GroupCoordinator] = {}
 _registry_lock = threading.Lock()
+# (log directory, group, metadata interval) -> this process's stand-in for a group coordinated elsewhere
+GroupProvider = Callable[[str, str, float], GroupMembership]
+_provider: GroupProvider | None = None
+
+
+def use_group_provider(provider: GroupProvider | None) -> None:
+    """From now on this process's subscribing consumers take their groups from ``provider`` (None: from this
+    process's own coordinators again)."""
+    global _provider
+    _provider = provider
+
+
+def membership_for(root: str, group: str, metadata_interval: float = 5.0) -> GroupMembership:
+    """The group a consumer of this process joins: the provider's stand-in when one is installed, else this
+    process's coordinator for the directory and group."""
+    if _provider is not None:
+        return _provider(os.path.realpath(root), group, metadata_interval)
+    return local_coordinator(root, group, metadata_interval)
+
+
+def local_coordinator(root: str, group: str, metadata_interval: float = 5.0) -> GroupCoordinator:
+    """This process's coordinator of ``group`` in the log directory ``root``."""
+    signals = signals_for(root)
+    real = os.path.realpath(root)
+    return coordinator_for(real, group, lambda: cached_topic_partition_counts(real, signals.topics_version),
+                           signals, metadata_interval)
 
 
 def coordinator_for(
