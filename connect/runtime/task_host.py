@@ -55,9 +55,10 @@ SNAPSHOT_MAX_AGE_S = 0.05  # one status pass asks a task's counters several time
 class RemoteWorkerTask:
     """The worker's handle on a task running in a host: what the Worker asks of a WorkerTask, over the channel."""
 
-    def __init__(self, host: TaskHost, task_id: ConnectorTaskId, kind: str, connector_config: Mapping[str, str],
-                 task_config: Mapping[str, str], target: TargetState) -> None:
+    def __init__(self, host: TaskHost, run: int, task_id: ConnectorTaskId, kind: str,
+                 connector_config: Mapping[str, str], task_config: Mapping[str, str], target: TargetState) -> None:
         self.id = task_id
+        self.run = run  # which start of the task this is: a restart's stop and start may overlap on one host
         self.host = host
         self.kind = kind  # "source" or "sink"
         self.is_sink = kind == "sink"
@@ -74,7 +75,7 @@ class RemoteWorkerTask:
     # --- lifecycle ---------------------------------------------------------------------------------------
     def start(self) -> None:
         try:
-            self.host.channel.notify("start", **_task_args(self.id), **self._start_args)
+            self.host.channel.notify("start", **_task_args(self.id), run=self.run, **self._start_args)
         except ChannelClosed:
             self.host.task_lost(self)
 
@@ -176,7 +177,8 @@ class TaskHost:
         self.index = index
         self.pool = pool
         self._lock = threading.Lock()
-        self.tasks: dict[ConnectorTaskId, RemoteWorkerTask] = {}
+        self.tasks: dict[ConnectorTaskId, RemoteWorkerTask] = {}  # the latest run of each task dealt here
+        self._runs: dict[int, RemoteWorkerTask] = {}  # every run whose thread has not ended, stopping ones too
         # the host's group members, by the key the host knows them by: (coordinator, wake-up, member id)
         self._members: dict[int, tuple[GroupCoordinator, _RemoteWake, int]] = {}
         self._next_member_key = 0
@@ -207,6 +209,12 @@ class TaskHost:
     def add(self, task: RemoteWorkerTask) -> None:
         with self._lock:
             self.tasks[task.id] = task
+            self._runs[task.run] = task
+
+    @property
+    def load(self) -> int:
+        with self._lock:
+            return len(self._runs)
 
     # --- what the host sends -------------------------------------------------------------------------------
     def _handle(self, method: str, args: dict[str, Any]) -> Any:
@@ -220,7 +228,9 @@ class TaskHost:
             return None
         if method == "task.ended":
             with self._lock:
-                task = self.tasks.pop(ConnectorTaskId(args["connector"], args["task"]), None)
+                task = self._runs.pop(int(args["run"]), None)
+                if task is not None and self.tasks.get(task.id) is task:
+                    del self.tasks[task.id]
             if task is not None:
                 task.ended(args.get("snapshot"))
             return None
@@ -301,7 +311,8 @@ class TaskHost:
             except subprocess.TimeoutExpired:
                 code = None
         with self._lock:
-            tasks = list(self.tasks.values())
+            tasks = list(self._runs.values())
+            self._runs.clear()
             self.tasks.clear()
         if tasks and not self.pool.closing:
             log.error("Task host %d (pid %d) exited (%s) while running %d task(s): %s", self.index,
@@ -357,6 +368,7 @@ def task_host_pool(config: WorkerConfig, worker_id: str, plugins: PluginRegistry
         return None
     if backend.name == "embedded":
         settings: dict[str, Any] = {"embedded.log.dir": backend.log_dir}
+        backend.share_with_processes()
     elif backend.name == "kafka":
         settings = {}
     else:
@@ -382,6 +394,7 @@ class TaskHostPool:
                           "backend": dict(backend_settings)}
         self._hosts: list[TaskHost] = []
         self._lock = threading.Lock()
+        self._runs = 0
         self.closing = False
 
     def can_host(self, task_config: Mapping[str, str]) -> str | None:
@@ -401,7 +414,10 @@ class TaskHostPool:
     def task(self, task_id: ConnectorTaskId, kind: str, connector_config: Mapping[str, str],
              task_config: Mapping[str, str], target: TargetState) -> RemoteWorkerTask:
         host = self._least_loaded()
-        task = RemoteWorkerTask(host, task_id, kind, connector_config, task_config, target)
+        with self._lock:
+            self._runs += 1
+            run = self._runs
+        task = RemoteWorkerTask(host, run, task_id, kind, connector_config, task_config, target)
         host.add(task)
         return task
 
@@ -409,8 +425,8 @@ class TaskHostPool:
         """The host running fewest tasks; a new host while every host has some and there may be more."""
         with self._lock:
             self._hosts = [h for h in self._hosts if h.alive]
-            best = min(self._hosts, key=lambda h: (len(h.tasks), h.index)) if self._hosts else None
-            if best is not None and (not best.tasks or len(self._hosts) >= self.processes):
+            best = min(self._hosts, key=lambda h: (h.load, h.index)) if self._hosts else None
+            if best is not None and (best.load == 0 or len(self._hosts) >= self.processes):
                 return best
             used = {h.index for h in self._hosts}
             host = TaskHost(next(i for i in range(1, self.processes + 1) if i not in used), self)

@@ -10,6 +10,7 @@ When the channel ends without a shutdown, its worker is gone, and so is this pro
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import queue
@@ -249,11 +250,17 @@ class TaskHostProcess:
         config = WorkerConfig(args["worker_config"])
         sys.setswitchinterval(config.python_switch_interval_us / 1_000_000)
         plugins = PluginRegistry(config.get_list("plugin.path"))
-        self.backend = open_log_backend({**config.backend_config(), **args["backend"]})
+        settings = {**config.backend_config(), **args["backend"]}
+        if settings.get("bootstrap.servers"):
+            self.backend = open_log_backend(settings)
+        else:
+            from connect.log.embedded.backend import EmbeddedBackend
+
+            # the worker owns the directory: it recovered it and cleans it
+            self.backend = EmbeddedBackend(str(settings["embedded.log.dir"]), settings, beside_owner=True)
         use_group_provider(self.groups.membership)
         worker = Worker(args["worker_id"], config, plugins, self.backend, RemoteOffsetStore(self.channel),
                         RemoteStatusStore(self.channel))
-        worker.task_exit_listener = self._task_ended
         self.worker = worker
         settle_heap()
         log.info("Task host %d ready (pid %d)", self.index, os.getpid())
@@ -261,9 +268,12 @@ class TaskHostProcess:
     def _lifecycle(self, method: str, args: dict[str, Any]) -> None:
         task_id = ConnectorTaskId(args["connector"], args["task"])
         if method == "start":
+            run = int(args["run"])
+            # the Worker hands this to the task it builds now: its end is this run's, whatever else runs
+            self.worker.task_exit_listener = functools.partial(self._task_ended, run)
             if not self.worker.start_task(task_id, args["connector_config"], args["task_config"],
                                           TargetState(args["target"])):
-                self._task_ended(task_id)  # FAILED while being built: reported, nothing runs
+                self._task_ended(run, task_id, None)  # FAILED while being built: reported, nothing runs
         elif method == "stop":
             for tid, task in self.worker.signal_stop([task_id]):
                 self._stopping[tid] = task
@@ -276,12 +286,13 @@ class TaskHostProcess:
             if task is not None:
                 task.transition_to(TargetState(args["target"]))
 
-    def _task_ended(self, task_id: ConnectorTaskId) -> None:
+    def _task_ended(self, run: int, task_id: ConnectorTaskId, task: Any) -> None:
         """The task's thread ended (or it never started): the worker hears so with its final counters, which
         its status keeps showing (a FAILED task's, say) until the task is restarted or removed."""
-        task = self._stopping.pop(task_id, None) or (self.worker.task(task_id) if self.worker is not None else None)
+        if self._stopping.get(task_id) is task:
+            del self._stopping[task_id]
         try:
-            self.channel.notify("task.ended", connector=task_id.connector, task=task_id.task,
+            self.channel.notify("task.ended", connector=task_id.connector, task=task_id.task, run=run,
                                 snapshot=_snapshot_of(task) if task is not None else None)
         except ChannelClosed:
             pass

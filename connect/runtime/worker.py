@@ -142,8 +142,8 @@ class Worker:
         # the same tasks by connector: status calls ask per connector, and there may be many connectors
         self._connector_tasks: dict[str, dict[ConnectorTaskId, RunningTask]] = {}
         self.task_hosts = task_hosts
-        # called with a task's id when its thread has ended (a task host tells its worker so)
-        self.task_exit_listener: Callable[[ConnectorTaskId], None] | None = None
+        # called with a task's id and WorkerTask when its thread has ended (a task host tells its worker so)
+        self.task_exit_listener: Callable[[ConnectorTaskId, WorkerTask], None] | None = None
         self._admin = None
         self._start_committer = source_committer is None
         self.source_committer = source_committer or SourceTaskOffsetCommitter(clock)
@@ -290,10 +290,10 @@ class Worker:
                 if kind is not None and self.task_hosts is not None:
                     task = self.task_hosts.task(task_id, kind, connector_config, task_config, target)
                 else:
-                    task = self._build_task(task_id, connector_config, task_config, target)
+                    built = task = self._build_task(task_id, connector_config, task_config, target)
                     if self.task_exit_listener is not None:
                         listener = self.task_exit_listener
-                        task.on_exit = lambda: listener(task_id)
+                        built.on_exit = lambda: listener(task_id, built)
             except Exception as exc:  # the task is FAILED with the reason as its trace
                 self.startup_counts["task_startup_failure"] += 1
                 log.error("[%s] Failed to start task %s: %s", task_id.connector, task_id, exc, exc_info=exc)

@@ -8,7 +8,11 @@ Three ways to open it:
 * the default, a writer (tests, the console producer): recovers every
   partition it opens, takes no owner lock, so it may run beside a worker;
 * ``read_only=True`` (``headrace topics``, console consumer, ``log check``):
-  changes, creates and recovers nothing; it cannot produce.
+  changes, creates and recovers nothing; it cannot produce;
+* ``beside_owner=True`` (a worker's task host processes): a writer that
+  works beside the owner, which has recovered the directory and runs its
+  cleaner: it opens partitions only as its clients use them, and cleans
+  nothing.
 
 Recovery cuts off a torn tail and moves damage aside, keeping the intact
 batches after it and recording the lost offsets as a gap (partition.py).
@@ -56,13 +60,23 @@ def _announced(signal: Callable[..., None], signals: DirSignals) -> Callable[...
     return both
 
 
+def _announced_when_shared(signals: DirSignals) -> Callable[[str], None]:
+    """The owner's appends: heard in this process, and announced through the marker once writers beside it
+    wait for it (``share_with_processes``)."""
+    def appended(topic: str) -> None:
+        signals.data_appended(topic)
+        if signals.announce_own_appends:
+            signals.announce_append()
+    return appended
+
+
 class EmbeddedBackend(LogBackend):
     name = "embedded"
 
     def __init__(self, log_dir: str, worker_config: Mapping[str, Any] | None = None, *, owner: bool = False,
-                 read_only: bool = False) -> None:
-        if owner and read_only:
-            raise ValueError("an owner writes; it cannot be read-only")
+                 read_only: bool = False, beside_owner: bool = False) -> None:
+        if owner and (read_only or beside_owner):
+            raise ValueError("an owner writes and cleans; it cannot be read-only or beside another owner")
         self.log_dir = os.path.abspath(log_dir)
         self.read_only = read_only
         self._worker_config = dict(worker_config or {})
@@ -71,7 +85,7 @@ class EmbeddedBackend(LogBackend):
             signals = signals_for(self.log_dir)
             self._signals = signals
             if owner:
-                on_topics, on_append = signals.topics_changed, signals.data_appended
+                on_topics, on_append = signals.topics_changed, _announced_when_shared(signals)
             else:
                 # the owner, if one runs in another process, hears of these through the directory's marker
                 on_topics, on_append = _announced(signals.topics_changed, signals), _announced(signals.data_appended,
@@ -81,9 +95,11 @@ class EmbeddedBackend(LogBackend):
             self._offsets = GroupOffsetStore(self.log_dir, durable=durable, read_only=read_only)
             self._transactions = TransactionCoordinator(self.log_dir, self._store.partition_log,
                                                         durable_commits=durable)
-            if not read_only:
+            if not read_only and not beside_owner:
                 opened = self._store.open_logs()
                 log.info("Opened the embedded log at %s (%d partition(s))", self.log_dir, len(opened))
+            if beside_owner:
+                signals.owner_announces = True
             if owner:
                 # the previous owner is gone: what its producers left open is finished before anyone reads
                 finished = self._transactions.recover_all()
@@ -95,7 +111,7 @@ class EmbeddedBackend(LogBackend):
                 self._owner_lock.release()
             raise
         self._cleaner: LogCleaner | None = None
-        if not read_only:
+        if not read_only and not beside_owner:
             interval = client_int(self._worker_config, "log.retention.check.interval.ms", 300000)
             self._cleaner = LogCleaner(self._store, interval)
             self._cleaner.start()
@@ -103,6 +119,11 @@ class EmbeddedBackend(LogBackend):
         self._closed = False
         if owner:
             signals.owner_opened()
+
+    def share_with_processes(self) -> None:
+        """Writers in other processes (task hosts) read beside this owner from now on: it announces its
+        appends to them, as they announce theirs."""
+        self._signals.announce_own_appends = True
 
     def producer(self, config: Mapping[str, Any] | None = None) -> Producer:
         if self.read_only:

@@ -11,7 +11,9 @@ it; while this process has waiters, one thread per directory looks at that file 
 wakes every waiter when it grew. (Its size, not its modification time: two touches within one tick of the
 kernel's file-time clock leave the same time, and the second append would go unnoticed.) The owner's own appends are not announced (no per-append
 system call on the hot path), so consumers in processes that do not own the directory keep a short
-timer of their own (``needs_polling``).
+timer of their own (``needs_polling``). A worker whose tasks run in task host processes (writers beside it)
+announces its appends too (``announce_own_appends``): it appends rarely then, and its hosts' consumers wait
+for the marker, not on timers (a host sets ``owner_announces``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ class DirSignals:
         self._owners = 0
         self._watcher: threading.Thread | None = None
         self.topics_version = 0
+        # this process owns the directory and has writers beside it that wait for the marker
+        self.announce_own_appends = False
+        # this process works beside an owner that announces its appends: the marker tells of every append
+        self.owner_announces = False
 
     # -- who owns the directory in this process ----------------------------------------------------
 
@@ -63,7 +69,7 @@ class DirSignals:
     @property
     def needs_polling(self) -> bool:
         """True when appends may come unannounced from another process (this one does not own the directory)."""
-        return self._owners == 0
+        return self._owners == 0 and not self.owner_announces
 
     # -- waiters ----------------------------------------------------------------------------------------
 
