@@ -140,3 +140,22 @@ def test_spark_cluster_headline_is_the_shipped_sink_files() -> None:
     tuned = bench.hdfs_sink_props(bench.VARIANTS["tuned"], "local[2]", "hdfs://h:1", "t", "n", "/run")
     assert tuned["trigger.interval.ms"] == "500" and "flush.size" not in tuned
     assert "trigger.interval.ms=500" in bench.VARIANTS["tuned"].changes
+
+
+@pytest.mark.parametrize("tasks", [1, 2])
+def test_task_scaling_headline_is_shipped_plus_string_converter_and_the_tasks(tmp_path: Path, tasks: int) -> None:
+    bench = _bench("bench_task_scaling")
+    string = {"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+              "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+              "key.converter.schemas.enable": None, "value.converter.schemas.enable": None}
+    bench.write_run_configs(tmp_path, tasks, bench.MODES["hosts"], port=18083)
+    assert _file_diff(tmp_path / bench.WORKER, bench.WORKER) == {"listeners": "http://127.0.0.1:18083", **string}
+    assert _file_diff(tmp_path / bench.SINK, bench.SINK) == ({"tasks.max": "2"} if tasks == 2 else {})
+    bench.write_run_configs(tmp_path, tasks, bench.MODES["in-worker"], port=18083)
+    assert _file_diff(tmp_path / bench.WORKER, bench.WORKER) == {"listeners": "http://127.0.0.1:18083", **string,
+                                                                 "task.processes": "0"}
+    assert "task.processes=0" in bench.MODES["in-worker"].changes
+    # the sink reads the shipped topic, into the shipped file, from the shipped log directory
+    sink = _shipped(bench.SINK)
+    assert (sink["topics"], sink["file"]) == (bench.TOPIC, bench.SINK_FILE)
+    assert _shipped(bench.WORKER)["embedded.log.dir"] == bench.LOG_DIR

@@ -36,7 +36,7 @@ from connect.api.connector import SinkTask, SourceTask
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import ClientStats
 from connect.log.embedded.coordinator import GroupCoordinator, local_coordinator
-from connect.log.embedded.signals import Waiter
+from connect.log.embedded.signals import Waiter, signals_for
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
 from connect.runtime.offsets import OffsetStore
 from connect.runtime.plugins import PluginRegistry
@@ -49,7 +49,7 @@ __all__ = ["RemoteWorkerTask", "TaskHostPool", "task_host_pool"]
 log = logging.getLogger(__name__)
 
 SNAPSHOT_TIMEOUT_S = 2.0  # a status request waits at most this for a busy host's counters
-SNAPSHOT_MAX_AGE_S = 0.05  # one status pass asks a task's counters several times: one request serves them
+SNAPSHOT_MAX_AGE_S = 0.05  # one status pass asks each task's counters several times: one request serves them
 
 
 class RemoteWorkerTask:
@@ -69,7 +69,6 @@ class RemoteWorkerTask:
         self._cancelled = False
         self._snapshot: dict[str, Any] = {"metrics": {}, "signature": [], "committed": [], "clients": [],
                                           "offset_commits": 0}
-        self._snapshot_at = float("-inf")
         self._snapshot_lock = threading.Lock()
 
     # --- lifecycle ---------------------------------------------------------------------------------------
@@ -120,17 +119,12 @@ class RemoteWorkerTask:
 
     # --- counters, from the host -------------------------------------------------------------------------
     def _current(self) -> dict[str, Any]:
-        with self._snapshot_lock:
-            if time.monotonic() - self._snapshot_at < SNAPSHOT_MAX_AGE_S or self._ended.is_set():
-                return self._snapshot
-            try:
-                snap = self.host.channel.call("snapshot", timeout=SNAPSHOT_TIMEOUT_S, **_task_args(self.id))
-            except (ChannelClosed, TimeoutError) as exc:
-                log.debug("[%s] counters of task %s not read: %s", self.id.connector, self.id, exc)
-                snap = None
+        if not self._ended.is_set():
+            snap = self.host.snapshot(self.id)
             if snap is not None:
-                self._snapshot = snap
-            self._snapshot_at = time.monotonic()
+                with self._snapshot_lock:
+                    self._snapshot = snap
+        with self._snapshot_lock:
             return self._snapshot
 
     def metrics(self) -> dict[str, int | float]:
@@ -179,8 +173,11 @@ class TaskHost:
         self._lock = threading.Lock()
         self.tasks: dict[ConnectorTaskId, RemoteWorkerTask] = {}  # the latest run of each task dealt here
         self._runs: dict[int, RemoteWorkerTask] = {}  # every run whose thread has not ended, stopping ones too
-        # the host's group members, by the key the host knows them by: (coordinator, wake-up, member id)
-        self._members: dict[int, tuple[GroupCoordinator, _RemoteWake, int]] = {}
+        self._snapshot_lock = threading.Lock()
+        self._snapshots: dict[ConnectorTaskId, dict[str, Any]] = {}
+        self._snapshots_at = float("-inf")
+        # the host's group members, by the key the host knows them by: (coordinator, wake-up, member id, log dir)
+        self._members: dict[int, tuple[GroupCoordinator, _RemoteWake, int, str]] = {}
         self._next_member_key = 0
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -210,6 +207,19 @@ class TaskHost:
         with self._lock:
             self.tasks[task.id] = task
             self._runs[task.run] = task
+
+    def snapshot(self, task_id: ConnectorTaskId) -> dict[str, Any] | None:
+        """The task's counters as the host last sent them: one request for every task of the host serves a
+        whole status pass (a listing of many connectors asks each task several times)."""
+        with self._snapshot_lock:
+            if time.monotonic() - self._snapshots_at >= SNAPSHOT_MAX_AGE_S:
+                try:
+                    found = self.channel.call("snapshots", timeout=SNAPSHOT_TIMEOUT_S)
+                    self._snapshots = {ConnectorTaskId(c, t): snap for c, t, snap in found}
+                except (ChannelClosed, TimeoutError) as exc:
+                    log.debug("Counters of task host %d not read: %s", self.index, exc)
+                self._snapshots_at = time.monotonic()
+            return self._snapshots.get(task_id)
 
     @property
     def load(self) -> int:
@@ -261,16 +271,20 @@ class TaskHost:
             pattern = re.compile(args["pattern"]) if args.get("pattern") is not None else None
             member_id = coordinator.join(args.get("topics"), pattern, waiter)
             with self._lock:
-                self._members[key] = (coordinator, wake, member_id)
+                self._members[key] = (coordinator, wake, member_id, args["root"])
             return key
         key = int(args["member"])
         with self._lock:
             entry = self._members.get(key)
         if entry is None:
             raise ValueError(f"no group member {key}")
-        coordinator, wake, member_id = entry
+        coordinator, wake, member_id, root = entry
         if method == "group.sync":
             wake.clear()  # before looking: a rebalance from now on tells the host again
+            if args.get("topics_changed"):
+                # the host saw topics change through the directory's marker; this process, whose own consumers
+                # may all be gone, may not be watching it, and its topic list is cached per change it heard of
+                signals_for(root).topics_changed()
             coordinator.maybe_refresh()
             revoked = coordinator.pending_revocations(member_id)
             claimed = coordinator.claim_assignments(member_id)

@@ -171,8 +171,9 @@ class _RemoteMembership:
             return []
         member.dirty = False
         member.due = now + GROUP_CHECK_INTERVAL_S
-        member.topics_version = version
-        news = self._groups.call("group.sync", member=member_id)
+        # topics appeared or went (seen here through the directory's marker): the worker may not have looked
+        topics_changed, member.topics_version = version != member.topics_version, version
+        news = self._groups.call("group.sync", member=member_id, topics_changed=topics_changed)
         member.claimed = [TopicPartition(t, p) for t, p in news["claimed"]]
         return [TopicPartition(t, p) for t, p in news["revoked"]]
 
@@ -203,8 +204,8 @@ class TaskHostProcess:
         self._shutdown = False
 
     def _handle(self, method: str, args: dict[str, Any]) -> Any:
-        if method == "snapshot":
-            return self._snapshot(ConnectorTaskId(args["connector"], args["task"]))
+        if method == "snapshots":
+            return self._snapshots()
         if method == "group.wake":
             self.groups.wake(int(args["member"]))
             return None
@@ -297,10 +298,17 @@ class TaskHostProcess:
         except ChannelClosed:
             pass
 
-    def _snapshot(self, task_id: ConnectorTaskId) -> dict[str, Any] | None:
+    def _snapshots(self) -> list[list[Any]]:
+        """Every running task's counters."""
         worker = self.worker
-        task = worker.task(task_id) if worker is not None else None
-        return _snapshot_of(task) if task is not None else None
+        if worker is None:
+            return []
+        out: list[list[Any]] = []
+        for task_id in worker.task_ids():
+            task = worker.task(task_id)
+            if task is not None:
+                out.append([task_id.connector, task_id.task, _snapshot_of(task)])
+        return out
 
     def _stop_all(self) -> None:
         if self.worker is not None:

@@ -60,14 +60,14 @@ def _announced(signal: Callable[..., None], signals: DirSignals) -> Callable[...
     return both
 
 
-def _announced_when_shared(signals: DirSignals) -> Callable[[str], None]:
-    """The owner's appends: heard in this process, and announced through the marker once writers beside it
-    wait for it (``share_with_processes``)."""
-    def appended(topic: str) -> None:
-        signals.data_appended(topic)
+def _announced_when_shared(signal: Callable[..., None], signals: DirSignals) -> Callable[..., None]:
+    """The owner's appends and topic changes: heard in this process, and announced through the marker once
+    writers beside it wait for it (``share_with_processes``)."""
+    def heard(*args: Any) -> None:
+        signal(*args)
         if signals.announce_own_appends:
             signals.announce_append()
-    return appended
+    return heard
 
 
 class EmbeddedBackend(LogBackend):
@@ -85,7 +85,8 @@ class EmbeddedBackend(LogBackend):
             signals = signals_for(self.log_dir)
             self._signals = signals
             if owner:
-                on_topics, on_append = signals.topics_changed, _announced_when_shared(signals)
+                on_topics = _announced_when_shared(signals.topics_changed, signals)
+                on_append = _announced_when_shared(signals.data_appended, signals)
             else:
                 # the owner, if one runs in another process, hears of these through the directory's marker
                 on_topics, on_append = _announced(signals.topics_changed, signals), _announced(signals.data_appended,
