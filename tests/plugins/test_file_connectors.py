@@ -28,6 +28,7 @@ from connect.api import (
     TimestampType,
     TopicPartition,
 )
+from connect.testing import run_sink_task, run_source_task
 from plugins.file import (
     FileStreamSinkConnector,
     FileStreamSinkTask,
@@ -93,8 +94,7 @@ def append(path: Path, data: bytes) -> None:
 def test_lines_records_and_offsets(tmp_path: Path) -> None:
     path = tmp_path / "in.txt"
     path.write_bytes(b"first\r\nsecond\nthird\n")
-    task = start_source(path)
-    records = task.poll()
+    records = run_source_task(FileStreamSourceTask, {"topic": "lines", "file": str(path)})
     assert values(records) == ["first", "second", "third"]
     assert positions(records) == [7, 14, 20]
     record = records[0]  # type: ignore[index]
@@ -103,7 +103,6 @@ def test_lines_records_and_offsets(tmp_path: Path) -> None:
     assert record.key is None and record.key_schema is None and record.kafka_partition is None
     assert record.value_schema == Schema.STRING_SCHEMA
     assert isinstance(record.timestamp, int) and abs(record.timestamp - time.time() * 1000) < 60_000
-    task.stop()
 
 
 def test_poll_returns_a_column_batch_with_byte_positions(tmp_path: Path) -> None:
@@ -134,12 +133,10 @@ def test_partial_last_line_waits_for_its_newline(tmp_path: Path) -> None:
 def test_resumes_from_committed_offset(tmp_path: Path) -> None:
     path = tmp_path / "in.txt"
     path.write_bytes(b"one\ntwo\nthree\n")
-    task = start_source(path, {str(path): {"position": 4}})
-    records = task.poll()
+    records = run_source_task(FileStreamSourceTask, {"topic": "lines", "file": str(path)},
+                              offsets=[({"filename": str(path)}, {"position": 4})])
     assert values(records) == ["two", "three"]
     assert positions(records) == [8, 14]
-    assert task.context.offset_storage_reader().asked == [{"filename": str(path)}]  # type: ignore[attr-defined]
-    task.stop()
 
 
 def test_committed_offset_of_wrong_type_fails(tmp_path: Path) -> None:
@@ -378,12 +375,9 @@ def test_sink_creates_file_and_syncs_its_directory(tmp_path: Path, monkeypatch: 
 
 
 def test_sink_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
-    task = FileStreamSinkTask()
-    task.start({})
-    task.put([sink_record("to stdout"), sink_record(None)])
-    task.flush({})
-    task.stop()
+    run = run_sink_task(FileStreamSinkTask, {}, [sink_record("to stdout"), sink_record(None, 1)])
     assert capsys.readouterr().out == "to stdout\n"
+    assert run.committed == {TopicPartition("t", 0): 2}
 
 
 def test_sink_cannot_open_file(tmp_path: Path) -> None:
