@@ -230,7 +230,7 @@ def test_a_file_sink_without_a_file_warns_that_it_writes_stdout(caplog) -> None:
 @pytest.mark.parametrize("path", sorted((CONFIGS / "flume").glob("*.conf")), ids=lambda p: p.name)
 def test_no_connector_a_shipped_flume_config_becomes_has_an_unknown_key(path: Path, validator,
                                                                          tmp_path: Path) -> None:
-    from connect.cli.flume_agent import translate
+    from connect.flume.translate import translate
 
     props = load_config_file(path)
     for agent in sorted({key.split(".", 1)[0] for key in props}):

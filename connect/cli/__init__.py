@@ -4,7 +4,9 @@ Bad input never produces a stack trace: every expected failure (unreadable
 file, invalid config, unknown plugin, unreachable log) becomes one ``ERROR``
 line naming the file, the key and the reason, and a non-zero exit status
 (``connect.cli.exit``). Each command lives in its own module and imports the
-runtime only when it runs.
+runtime only when it runs; what several commands need is in ``connect.cli.bootstrap``,
+which imports no command. ``headrace`` also runs the commands of the
+``headrace.commands`` entry points (``flume-agent``, from ``connect.flume``).
 """
 
 import os

@@ -1,4 +1,6 @@
-"""``headrace``: topic admin, console producer/consumer, group offsets and log check/repair: topic admin and console producer/consumer for either log backend.
+"""``headrace``: topic admin, console producer/consumer, group offsets, log check/repair and the schema registry,
+for either log backend; and the commands other packages add through the ``headrace.commands`` entry points
+(``flume-agent``, from ``connect.flume``).
 
 Each takes the worker config file (``-c``), so the same commands work on the
 embedded log and on Kafka. Commands that only look open the embedded log
@@ -14,16 +16,22 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from connect.api.errors import ConfigException, ConnectException
 from connect.api.topic_partition import TopicPartition
+from connect.cli import schema_registry
+from connect.cli.bootstrap import worker_config_for_tools
 from connect.cli.exit import EXIT_CONFIG, EXIT_RUNTIME, CliError, fail
-from connect.log.api import LogError
+from connect.log.api import LogError, NewTopic
 from connect.logging_setup import configure_logging
 
-__all__ = ["build_parser", "headrace_main", "worker_config_for_tools"]
+__all__ = ["COMMAND_ENTRY_POINTS", "build_parser", "headrace_main"]
+
+# the entry point group of the commands other packages add (flume-agent is one: pyproject.toml), as Flask's
+# CLI loads ``flask.commands``; each names a callable ``(subparsers, name)`` that adds its sub-command, with
+# a ``handler(args) -> int`` in the parser's defaults
+COMMAND_ENTRY_POINTS = "headrace.commands"
 
 
 def _props(args: argparse.Namespace) -> dict[str, str]:
@@ -35,6 +43,7 @@ def _props(args: argparse.Namespace) -> dict[str, str]:
 
 def _backend(args: argparse.Namespace, read_only: bool = False):  # a LogBackend
     """The log the worker config names; ``read_only`` for commands that only look (they run beside a worker)."""
+    # start-up time, as for the embedded log's checker below: a backend loads only in the command that opens it
     from connect.log import open_log_backend
 
     return open_log_backend(_props(args), read_only=read_only)
@@ -93,8 +102,6 @@ def _topics_describe(args: argparse.Namespace) -> int:
 
 
 def _topics_create(args: argparse.Namespace) -> int:
-    from connect.log.api import NewTopic
-
     backend = _backend(args)
     admin = backend.admin()
     try:
@@ -263,7 +270,17 @@ def _log_repair(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(with_plugin_commands: bool = True) -> argparse.ArgumentParser:
+    """The parser of ``headrace``: the built-in commands, and those of the ``headrace.commands`` entry
+    points unless ``with_plugin_commands`` is false."""
+    parser, sub = _built_in_commands()
+    if with_plugin_commands:
+        _add_plugin_commands(sub)
+    return parser
+
+
+def _built_in_commands() -> tuple[argparse.ArgumentParser, Any]:
+    """The parser with the built-in commands, and its sub-parsers action (to add the others to)."""
     parser = argparse.ArgumentParser(prog="headrace", description="Headrace log tools.")
     sub = parser.add_subparsers(dest="command")
 
@@ -326,18 +343,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partition", type=int, required=True)
     p.set_defaults(handler=_log_repair)
 
-    from connect.cli.flume_agent import add_parser as add_flume_agent
+    schema_registry.add_parser(sub)
+    return parser, sub
 
-    add_flume_agent(sub)
-    from connect.cli.schema_registry import add_parser as add_schema_registry
 
-    add_schema_registry(sub)
-    return parser
+def _add_plugin_commands(sub: Any) -> None:
+    """The commands of the ``headrace.commands`` entry points; one that cannot be loaded, or that would
+    replace a built-in command, is left out with one WARNING line and the others still run."""
+    from importlib.metadata import entry_points  # start-up time: a scan of every installed distribution
+
+    seen: set[str] = set()
+    for ep in entry_points(group=COMMAND_ENTRY_POINTS):
+        if ep.name in seen:  # one distribution found twice on the path (an editable install and a copy)
+            continue
+        seen.add(ep.name)
+        if ep.name in sub.choices:
+            print(f"WARNING headrace command '{ep.name}' ({ep.value}) is not added: it is a built-in command",
+                  file=sys.stderr)
+            continue
+        try:
+            ep.load()(sub, ep.name)
+        except Exception as exc:  # another distribution's code: its failure must not take headrace down
+            print(f"WARNING headrace command '{ep.name}' ({ep.value}) cannot be loaded: "
+                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def _first_word(argv: Sequence[str]) -> str | None:
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
 def headrace_main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser, sub = _built_in_commands()
+    # a built-in command runs without the entry point scan and the other commands' imports
+    if _first_word(words) not in sub.choices:
+        _add_plugin_commands(sub)
+    args = parser.parse_args(words)
     configure_logging("WARNING" if not getattr(args, "verbose", False) else "INFO")
     if not hasattr(args, "handler"):
         parser.print_help()
@@ -353,18 +394,3 @@ def headrace_main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
 
-
-def worker_config_for_tools(path: str | None, bootstrap: str | None):
-    from connect.runtime.properties import load_config_file
-
-    props: dict[str, str] = {}
-    if path:
-        try:
-            props = load_config_file(path)
-        except ConfigException as exc:
-            raise CliError(str(exc)) from exc
-        if not Path(path).exists():
-            raise CliError(f"{path}: no such file")
-    if bootstrap:
-        props["bootstrap.servers"] = bootstrap
-    return props

@@ -15,9 +15,11 @@ import signal
 import threading
 from typing import Any
 
+from connect.cli.bootstrap import registry_settings, worker_config_for_tools
 from connect.cli.exit import CliError
+from connect.logging_setup import configure_logging
 
-__all__ = ["DEFAULT_LISTENER", "add_parser", "registry_settings"]
+__all__ = ["DEFAULT_LISTENER", "add_parser"]
 
 DEFAULT_LISTENER = "http://127.0.0.1:8081"
 
@@ -31,28 +33,10 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=_run)
 
 
-def registry_settings(props: dict[str, str]) -> tuple[str, Any, int]:
-    """(topic, default compatibility level, replication factor) from a worker config's keys."""
-    from connect.schema_registry.api import Compatibility, SchemaRegistryError
-    from connect.schema_registry.store import DEFAULT_TOPIC
-
-    topic = str(props.get("schema.registry.topic") or DEFAULT_TOPIC).strip()
-    try:
-        level = Compatibility.parse(props.get("schema.compatibility.level") or "BACKWARD")
-    except SchemaRegistryError as exc:
-        raise CliError(f"schema.compatibility.level: {exc.message}") from None
-    raw = props.get("schema.registry.replication.factor") or props.get("config.storage.replication.factor") or "-1"
-    try:
-        replication = int(raw)
-    except ValueError:
-        raise CliError(f"schema.registry.replication.factor: {raw!r} is not a number") from None
-    return topic, level, replication
-
-
 def _run(args: argparse.Namespace) -> int:
-    from connect.cli.headrace import worker_config_for_tools
+    # start-up time: the log backends, the registry's store and Flask load only when the registry runs, not
+    # whenever `headrace` builds its parser
     from connect.log import open_log_backend
-    from connect.logging_setup import configure_logging
     from connect.schema_registry.store import SchemaStore
     from rest import RestConfigError, RestServer
     from rest.registry_app import create_registry_app

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from connect.api.errors import ConfigException, ConnectException
 from connect.cli import signals
+from connect.cli.bootstrap import registry_settings
 from connect.cli.exit import EXIT_RUNTIME, CliError, fail
 from connect.log.api import LogError
 from connect.runtime.worker_identity import advertised_host
@@ -191,7 +192,7 @@ class WorkerProcess(abc.ABC):
 
     def _schema_registry(self) -> Any:
         """The registry served under /schema-registry/, opened on its first request (connect.schema_registry)."""
-        from connect.cli.schema_registry import registry_settings
+        # start-up time: only a worker that serves REST loads the registry's modules
         from connect.schema_registry.lazy import LazySchemaRegistry
         from connect.schema_registry.store import SchemaStore
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from connect.cli.flume_agent import _host_value
-from connect.cli.flume_hdfs import _local_zone
+from connect.flume.hdfs import _local_zone
+from connect.flume.translate import _host_value
 from services.flume import flume_sender
 from tests.flume_support import read_sequence_file
 from tests.support import CliProcess, free_port, wait_until

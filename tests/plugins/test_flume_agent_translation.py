@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 from connect.api import ConnectHeaders, SourceRecord
-from connect.cli.flume_agent import translate
+from connect.flume.translate import translate
 from connect.runtime.properties import load_config_file
 from plugins.predicates import HasHeaderKey, HeaderValueMatches, ValueMatches
 from plugins.transforms import Filter, InsertHeader, InsertTimestampHeader
@@ -336,7 +336,7 @@ def test_hdfs_paths_it_cannot_translate_are_refused_naming_the_escape(tmp_path):
 
 
 def test_the_default_fs_comes_from_hadoop_conf_dirs_core_site(tmp_path):
-    from connect.cli.flume_hdfs import default_fs_from_hadoop_conf
+    from connect.flume.hdfs import default_fs_from_hadoop_conf
 
     (tmp_path / "core-site.xml").write_text("<configuration><property><name>fs.defaultFS</name>"
                                             "<value>hdfs://nn.example:8020</value></property></configuration>")

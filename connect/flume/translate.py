@@ -1,4 +1,4 @@
-"""``headrace flume-agent --conf-file flume.conf --name a1``: run a Flume agent's properties file on Headrace.
+"""The translation of a Flume agent's properties into Headrace connectors (``headrace flume-agent``).
 
 The agent's parts become Headrace connectors on one standalone worker:
 
@@ -11,7 +11,7 @@ The agent's parts become Headrace connectors on one standalone worker:
   ``timestamp`` an ``InsertTimestampHeader``, ``regex_filter`` a ``Filter`` with a ``ValueMatches`` predicate;
 - a multiplexing selector becomes a ``Filter`` with a ``HeaderValueMatches`` predicate on each sink that
   reads one of its channels, keeping what the selector would have put in that channel;
-- an ``exec`` source's command is run by the agent itself (see ``flume_exec``), its output read by a
+- an ``exec`` source's command is run by the agent itself (see ``connect.flume.exec_sources``), its output read by a
   FileStreamSource.
 
 Every key of the agent is either translated or refused at start with one line naming it and what to use
@@ -21,20 +21,16 @@ connector per object) and exits, for moving off the Flume format.
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import json
 import re
 import socket
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
-from connect.cli.exit import CliError
-from connect.cli.flume_exec import ExecCommand, ExecCommands
-from connect.cli.flume_hdfs import default_fs_from_hadoop_conf, hdfs_sink
+from connect.flume.exec_sources import ExecCommand
+from connect.flume.hdfs import hdfs_sink
+from plugins.flume.kafka_sink import producer_settings_problems
 
-__all__ = ["AgentTranslation", "add_parser", "translate"]
+__all__ = ["BYTES", "AgentTranslation", "translate"]
 
 BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
 JSON = "org.apache.kafka.connect.json.JsonConverter"
@@ -296,8 +292,6 @@ _JAVA_PRODUCER_NAMES = {"max.request.size": "message.max.bytes", "buffer.memory"
 
 
 def _kafka(c: _Component, conn: dict[str, str]) -> None:
-    # the plugin's own check of producer settings (by module name: mypy checks connect/, not the plugins)
-    producer_settings_problems = importlib.import_module("plugins.flume.kafka_sink").producer_settings_problems
     conn["connector.class"] = "FlumeKafkaSink"
     conn["header.converter"] = STRING  # Flume headers are strings: keep them so, whatever they look like
     servers = c.get("kafka.bootstrap.servers") or c.get("brokerList")  # brokerList: Flume's older name
@@ -573,84 +567,3 @@ def translate(props: Mapping[str, str], agent: str, work: Path | None = None,
         c.refuse_rest(f"a {kind} sink")
         out.connectors.append(conn)
     return out
-
-
-def _load(path: str) -> dict[str, str]:
-    from connect.runtime.properties import load_config_file
-
-    try:
-        return load_config_file(path)
-    except Exception as exc:  # one line for the user, whatever the reader raised
-        raise CliError(f"cannot read {path}: {exc}") from None
-
-
-def _worker_props(args: argparse.Namespace, work: Path, spark: bool = False) -> dict[str, str]:
-    props = {
-        "embedded.log.dir": str(work / "data"),
-        "offset.storage.file.filename": str(work / "connect.offsets"),
-        "offset.flush.interval.ms": "1000",
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": BYTES,
-        "listeners": "",
-    }
-    if spark:
-        props["task.shutdown.graceful.timeout.ms"] = "30000"  # a Spark query takes seconds to stop
-    if args.worker_config:
-        props.update(_load(args.worker_config))
-    return props
-
-
-def _write(path: Path, props: Mapping[str, str]) -> Path:
-    path.write_text("".join(f"{k}={_escape(v)}\n" for k, v in props.items()))
-    return path
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n")
-
-
-def _run(args: argparse.Namespace) -> int:
-    from connect.cli.exit import fail
-    from connect.logging_setup import configure_logging
-
-    work = Path(args.work_dir or f"headrace-flume-{args.name}").resolve()
-    default_fs = args.default_fs or default_fs_from_hadoop_conf()
-    translation = translate(_load(args.conf_file), args.name, work, default_fs)
-    if translation.problems:
-        return fail("\nERROR ".join(f"{args.conf_file}: {p}" for p in translation.problems))
-    if args.print_connectors:
-        for conn in translation.connectors:
-            print(json.dumps({"name": conn["name"], "config": conn}, indent=2))
-        for command in translation.commands:
-            print(json.dumps({"exec": command.source, "command": command.argv, "output": str(command.output)},
-                             indent=2))
-        return 0
-    work.mkdir(parents=True, exist_ok=True)
-    spark = any(c.get("connector.class") == "HdfsSparkSink" for c in translation.connectors)
-    worker = _write(work / "worker.properties", _worker_props(args, work, spark))
-    files = [str(_write(work / f"{c['name']}.properties", c)) for c in translation.connectors]
-    configure_logging()
-    from connect.cli.standalone import StandaloneRuntime
-
-    runtime = StandaloneRuntime(str(worker), files)
-    commands = ExecCommands(translation.commands)
-    commands.start()
-    try:
-        return runtime.run()
-    finally:
-        commands.stop()
-
-
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("flume-agent", help="run a Flume agent's properties file as Headrace connectors")
-    p.add_argument("--conf-file", "-f", required=True, help="the Flume agent properties file")
-    p.add_argument("--name", "-n", required=True, help="the agent's name in the file (a1 in a1.sources = ...)")
-    p.add_argument("--print-connectors", action="store_true",
-                   help="print the Headrace connector configs derived from the agent, then exit")
-    p.add_argument("--work-dir", help="where the worker keeps its log and offsets (default ./headrace-flume-<name>)")
-    p.add_argument("--default-fs", help="the HDFS of hdfs sink paths without hdfs://host:port (Hadoop's "
-                   "fs.defaultFS; default: from $HADOOP_CONF_DIR/core-site.xml)")
-    p.add_argument("-c", "--worker-config", help="a worker .properties file to start from (e.g. to run on Kafka)")
-    p.add_argument("-v", "--verbose", action="store_true")
-    p.set_defaults(handler=_run)
-
