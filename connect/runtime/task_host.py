@@ -37,10 +37,10 @@ from connect.api.topic_partition import TopicPartition
 from connect.log.api import ClientStats
 from connect.log.embedded.coordinator import GroupCoordinator, local_coordinator
 from connect.log.embedded.signals import Waiter, signals_for
-from connect.runtime.herder import ConnectorTaskId, State, TargetState
-from connect.runtime.offsets import OffsetStore
+from connect.runtime.herder import ConnectorTaskId, State, Status, TargetState
 from connect.runtime.plugins import PluginRegistry
-from connect.runtime.status import Status, StatusStore
+from connect.runtime.storage.offsets import OffsetStore
+from connect.runtime.storage.status import StatusStore
 from connect.runtime.task_channel import ChannelClosed, TaskChannel
 from connect.runtime.worker_config import WorkerConfig
 
@@ -212,7 +212,8 @@ class TaskHost:
         """The task's counters as the host last sent them: one request for every task of the host serves a
         whole status pass (a listing of many connectors asks each task several times)."""
         with self._snapshot_lock:
-            if time.monotonic() - self._snapshots_at >= SNAPSHOT_MAX_AGE_S:
+            # a task started since the last request is not in it: ask again rather than show no counters
+            if time.monotonic() - self._snapshots_at >= SNAPSHOT_MAX_AGE_S or task_id not in self._snapshots:
                 try:
                     found = self.channel.call("snapshots", timeout=SNAPSHOT_TIMEOUT_S)
                     self._snapshots = {ConnectorTaskId(c, t): snap for c, t, snap in found}

@@ -26,16 +26,19 @@ from typing import Any
 from connect.api.topic_partition import TopicPartition
 from connect.log.embedded.coordinator import GroupMembership, use_group_provider
 from connect.log.embedded.signals import Waiter, signals_for
-from connect.runtime.herder import ConnectorTaskId, TargetState
-from connect.runtime.offsets import OffsetStore
-from connect.runtime.status import Status, StatusStore
+from connect.runtime.herder import ConnectorTaskId, Status, TargetState
+from connect.runtime.storage.offsets import OffsetStore
+from connect.runtime.storage.status import StatusStore
 from connect.runtime.task_channel import ChannelClosed, TaskChannel
 
 log = logging.getLogger(__name__)
 
 OFFSET_CALL_TIMEOUT_S = 120.0
 GROUP_CALL_TIMEOUT_S = 30.0
-GROUP_CHECK_INTERVAL_S = 1.0  # a member asks for its group's news at least this often, woken or not
+# A member asks the worker for its group's news when woken (a rebalance there) or when this process saw topics
+# change (every writer announces topic changes through the directory's marker); this is only a fallback, long
+# enough that hundreds of idle sink tasks cost no CPU
+GROUP_CHECK_INTERVAL_S = 30.0
 
 
 class RemoteStatusStore(StatusStore):
