@@ -14,6 +14,7 @@ from rest.access_log import AccessLogMiddleware, printable
 from rest.auth import install_basic_auth
 from rest.context import ConfigSource, current_herder, install, setting
 from rest.cors import install_cors
+from rest.errors import status_of
 from rest.forwarding import forward_to_leader
 from rest.guards import install_guards
 from rest.json_provider import OrjsonProvider
@@ -56,7 +57,7 @@ def _register_error_handlers(app: Flask) -> None:
     @app.errorhandler(HerderError)
     def herder_error(e: HerderError) -> Response:
         if not isinstance(e, NotLeaderError):
-            return error_response(e.status, e.message)
+            return error_response(status_of(e), e.message)
         try:
             return forward_to_leader(e)
         except RestError as refused:  # raised inside an error handler, so Flask would not map it

@@ -12,6 +12,7 @@ from connect.schema_registry.api import SchemaRegistry, SchemaRegistryError
 from rest.access_log import AccessLogMiddleware, printable
 from rest.auth import install_basic_auth
 from rest.context import ConfigSource
+from rest.errors import registry_status_of
 from rest.guards import install_guards
 from rest.json_provider import OrjsonProvider
 from rest.responses import RestError, error_response, json_response
@@ -38,11 +39,11 @@ def create_registry_app(registry: SchemaRegistry, config: ConfigSource) -> Flask
         # %2F would be decoded into a path separator, so a subject with a slash cannot be named in a URL
         raw = str(request.environ.get("REQUEST_URI") or request.environ.get("RAW_URI") or "")
         if "%2f" in raw.split("?", 1)[0].lower():
-            raise SchemaRegistryError(422, 42208, "Invalid subject: a subject name cannot contain '/' (%2F)")
+            raise SchemaRegistryError(42208, "Invalid subject: a subject name cannot contain '/' (%2F)")
 
     @app.errorhandler(SchemaRegistryError)
     def registry_error(e: SchemaRegistryError) -> Response:
-        response = json_response({"error_code": e.error_code, "message": e.message}, e.status)
+        response = json_response({"error_code": e.error_code, "message": e.message}, registry_status_of(e))
         response.mimetype = MEDIA_TYPE
         return response
 

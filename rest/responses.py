@@ -1,4 +1,17 @@
-"""The REST layer's own errors and its responses: JSON bodies, the one JSON error body every failure uses."""
+"""The REST layer's own errors and its responses: JSON bodies, the one JSON error body every failure uses.
+
+The REST layer's errors::
+
+    RestError                  a request refused by the REST layer itself (a query parameter, a body, a
+                               forward that failed); ``status`` is the HTTP status it is answered with
+    RestConfigError            a REST setting of the worker config that cannot be used, found at start-up;
+     │                         a ValueError, turned into a ConfigException by the worker's CLI
+     ├── AuthConfigError       (rest.auth) an authentication setting or its credentials file
+     └── TlsConfigError        (rest.tls) an ssl.* setting of an https listener
+
+The herder's errors carry no status: ``rest.errors`` maps them. Whatever else reaches
+a handler is answered 500 with ``INTERNAL_ERROR_MESSAGE``, its trace kept in the log.
+"""
 
 from __future__ import annotations
 

@@ -46,11 +46,11 @@ from connect.log import open_log_backend
 from connect.log.api import LogBackend, LogError
 from connect.logging_setup import configure_logging
 from connect.runtime.connector_validation import ConnectorConfigValidator
-from connect.runtime.herder import ConnectorTaskId, State, TargetState
-from connect.runtime.offsets import OffsetStore
+from connect.runtime.herder import ConnectorTaskId, State, Status, TargetState
 from connect.runtime.plugins import PluginRegistry
 from connect.runtime.properties import load_config_file
-from connect.runtime.status import Status, StatusStore
+from connect.runtime.storage.offsets import OffsetStore
+from connect.runtime.storage.status import StatusStore
 from connect.runtime.worker import Worker
 from connect.runtime.worker_config import WorkerConfig
 

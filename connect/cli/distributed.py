@@ -55,10 +55,10 @@ class DistributedRuntime(WorkerProcess):
 
     def start(self) -> None:
         from connect.log import open_log_backend
-        from connect.runtime.distributed.config_backing_store import KafkaConfigBackingStore
         from connect.runtime.distributed.herder import DistributedHerder
-        from connect.runtime.distributed.offset_backing_store import KafkaOffsetStore
-        from connect.runtime.distributed.status_backing_store import KafkaStatusBackingStore
+        from connect.runtime.storage.config_backing_store import KafkaConfigBackingStore
+        from connect.runtime.storage.offset_backing_store import KafkaOffsetStore
+        from connect.runtime.storage.status_backing_store import KafkaStatusBackingStore
         from connect.runtime.worker import Worker
 
         config = self.config

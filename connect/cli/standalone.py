@@ -79,9 +79,9 @@ class StandaloneRuntime(WorkerProcess):
 
     def start(self) -> None:
         from connect.log import open_log_backend
-        from connect.runtime.offsets import FileOffsetStore
         from connect.runtime.standalone import StandaloneHerder
-        from connect.runtime.status import StatusStore
+        from connect.runtime.storage.offsets import FileOffsetStore
+        from connect.runtime.storage.status import StatusStore
         from connect.runtime.worker import Worker
 
         # the owner: a second worker on the same embedded.log.dir is refused here, before anything runs
@@ -123,7 +123,7 @@ class StandaloneRuntime(WorkerProcess):
     def _config_store(self, backend, offsets_file: str, worker_id: str):
         """The worker's own config topic: in its embedded log, or on Kafka one named after its lasting id."""
         from connect.runtime.config_encryption import ConfigEncryption
-        from connect.runtime.config_store import ConfigTopicStore
+        from connect.runtime.storage.config_store import ConfigTopicStore
         from connect.runtime.worker_identity import standalone_identity
 
         identity = standalone_identity(offsets_file)

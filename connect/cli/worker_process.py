@@ -207,6 +207,7 @@ class WorkerProcess(abc.ABC):
     def run(self) -> int:
         signals.install()  # done by the console script already; here for any other caller
         from connect.runtime.gc_policy import settle_heap
+        from connect.runtime.herder import HerderError
 
         settle_heap()  # plugins are loaded: what is alive now lives as long as the process
         sys.setswitchinterval(self.config.python_switch_interval_us / 1_000_000)
@@ -219,6 +220,10 @@ class WorkerProcess(abc.ABC):
             self.shutdown()
             log.info("Headrace %s worker stopped", self.MODE)
             return stop.exit_status
+        except HerderError as exc:  # a ConnectException, but a refused connector file reports a failed start
+            log.error("Worker failed to start", exc_info=exc)
+            self.shutdown()
+            return fail(f"worker failed to start: {exc}", EXIT_RUNTIME)
         except (ConfigException, ConnectException, LogError, OSError) as exc:
             log.debug("start-up failed", exc_info=exc)
             self.shutdown()

@@ -5,6 +5,26 @@ durable on-disk log, the default) and ``connect.log.kafka`` (a real Kafka
 cluster). The interface is batch-oriented on purpose: a consumer hands back
 whole fetched batches as columns so that hot paths avoid building one Python
 object per record unless they need one.
+
+Every failure the layer reports is a LogError; ``retriable`` says whether a retry
+may succeed. The tree::
+
+    LogError
+     ├── RetriableLogError          a broker or the disk was briefly unavailable: retry
+     ├── TopicExistsError           a topic of that name exists
+     ├── UnknownTopicError          no topic of that name
+     ├── InvalidTopicError          a name the log cannot accept
+     ├── ProducerFencedError        a newer producer took over the transactional id: close this one
+     ├── TransactionAbortedError    the transaction was aborted; retriable with a new one
+     ├── OffsetBeyondLogEndError    a consumer's position lies past the log end: an operator decides
+     ├── OffsetOutOfRange           (connect.log.embedded.partition) a read outside a partition's offsets
+     └── LogDirectoryLockedError    (connect.log.embedded.dirlock) another process owns the log directory
+
+The embedded log's ``CorruptBatchError`` (damaged bytes on disk) is not one: it is
+that package's own signal, caught by its readers, recovery and cleaner, which stop
+at the last whole batch; it is no part of this interface.
+The runtime's config store adds ``ConfigWriteError`` (a write not acknowledged)
+and its ``RecordTooLargeError`` under LogError.
 """
 
 from __future__ import annotations

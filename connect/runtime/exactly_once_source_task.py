@@ -28,8 +28,8 @@ from connect.api.connector import TransactionBoundary, TransactionContext
 from connect.api.errors import ConnectException, RetriableException
 from connect.api.records import SourceRecord
 from connect.log.api import LogError, ProducerFencedError
-from connect.runtime.distributed.offset_backing_store import KafkaOffsetStore
 from connect.runtime.source_task import WorkerSourceTask, _Context
+from connect.runtime.storage.offset_backing_store import KafkaOffsetStore
 
 __all__ = ["ExactlyOnceWorkerSourceTask", "TransactionRequests"]
 

@@ -1,19 +1,37 @@
 """The Herder interface: everything a REST server (or a CLI) may ask of a worker cluster.
 
 The REST layer talks only to this interface. Standalone and distributed
-herders implement it. Calls are synchronous and raise HerderError subclasses
-whose ``status`` is the HTTP status the REST layer answers with.
+herders implement it. Calls are synchronous and raise HerderError subclasses,
+which say what happened; ``rest/errors.py`` alone turns them into HTTP statuses
+(as Kafka Connect's ConnectExceptionMapper does). The tree::
+
+    ConnectException              (connect.api.errors: the root of every Connect failure)
+     └── HerderError              the request could not be carried out (storage, a peer worker, a timeout)
+          ├── BadRequestError     the request itself is wrong: a config, offsets, a signature left out
+          ├── NotFoundError       no such connector, task or plugin; also the SDK's NotFoundException
+          ├── AlreadyExistsError  a connector of that name exists; also the SDK's AlreadyExistsException
+          ├── ConflictError       a rebalance is under way or no leader is known: the client retries
+          ├── NotLeaderError      another worker serves it; ``leader_url`` names that worker
+          ├── ForbiddenError      a request between workers whose signature does not verify
+          ├── ServiceUnavailableError  the worker cannot serve it yet (no session key read so far)
+          └── PayloadTooLargeError     a config too large for the config topic to store
+
+HerderError is a ConnectException because Kafka Connect's herder refuses with
+ConnectExceptions (NotFoundException, AlreadyExistsException, BadRequestException):
+whoever catches the SDK's root around a herder call sees its refusals too.
 """
 
 from __future__ import annotations
 
 import abc
 import enum
+import traceback
 from collections.abc import Hashable, Mapping
 from typing import Any
 
 import attrs
 
+from connect.api.errors import AlreadyExistsException, ConnectException, NotFoundException
 from connect.runtime.metrics_snapshot import TaskRestartInfo, WorkerMetrics
 
 __all__ = [
@@ -33,18 +51,21 @@ __all__ = [
     "NO_LEADER_MESSAGE",
     "NotFoundError",
     "NotLeaderError",
+    "PayloadTooLargeError",
     "PluginDesc",
     "ServiceUnavailableError",
     "State",
+    "Status",
     "TargetState",
     "TaskInfo",
     "TaskState",
+    "format_trace",
     "task_metrics_body",
 ]
 
 
-class HerderError(Exception):
-    status = 500
+class HerderError(ConnectException):
+    """A request the herder could not carry out; ``message`` says why (the module docstring has the tree)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -52,28 +73,24 @@ class HerderError(Exception):
 
 
 class BadRequestError(HerderError):
-    status = 400
+    """The request is wrong: an invalid config or offsets, a malformed request between workers."""
 
 
-class NotFoundError(HerderError):
-    status = 404
+class NotFoundError(HerderError, NotFoundException):
+    """No connector, task or plugin of that name (Kafka's herder raises the SDK's NotFoundException)."""
 
 
-class AlreadyExistsError(HerderError):
-    status = 409
+class AlreadyExistsError(HerderError, AlreadyExistsException):
+    """A connector of that name exists already (Kafka's herder raises the SDK's AlreadyExistsException)."""
 
 
 class ConflictError(HerderError):
     """A rebalance is in progress or no leader is known; the client should retry."""
 
-    status = 409
-
 
 class NotLeaderError(HerderError):
     """This worker cannot serve the request; ``leader_url`` is the worker that can (the leader, or the worker
     a task runs on), and the REST layer forwards the request there."""
-
-    status = 409
 
     def __init__(self, message: str, leader_url: str | None) -> None:
         super().__init__(message)
@@ -86,11 +103,15 @@ NO_LEADER_MESSAGE = ("Cannot complete request momentarily due to no known leader
 
 
 class ForbiddenError(HerderError):
-    status = 403
+    """A request between workers whose signature does not verify under the cluster's session key."""
 
 
 class ServiceUnavailableError(HerderError):
-    status = 503
+    """The worker cannot serve the request yet (it has not read the cluster's session key); retry later."""
+
+
+class PayloadTooLargeError(HerderError):
+    """A config too large for the config topic to store."""
 
 
 @attrs.frozen
@@ -135,6 +156,20 @@ class ConnectorTaskId:
 
     def __str__(self) -> str:
         return f"{self.connector}-{self.task}"
+
+
+def format_trace(error: BaseException) -> str:
+    return "".join(traceback.format_exception(error)).rstrip()
+
+
+@attrs.frozen
+class Status:
+    """The reported state of a connector or of a task: where it runs and, when FAILED, why."""
+
+    state: State
+    worker_id: str
+    trace: str | None = None
+    generation: int = 0
 
 
 @attrs.frozen
@@ -393,7 +428,7 @@ class Herder(abc.ABC):
                          signature: InternalRequestSignature) -> None:
         """A worker running connector ``name`` hands its new task configs to the leader, which stores them
         (``POST /connectors/{name}/tasks``). Only distributed herders accept it."""
-        # Kafka Connect answers 500 here; nothing is wrong with the worker, so Headrace answers 404
+        # Kafka Connect fails with a server error here; nothing is wrong with the worker, so this is a NotFound
         raise NotFoundError("Kafka Connect in standalone mode does not support externally setting task "
                             "configurations.")
 
@@ -402,9 +437,3 @@ class Herder(abc.ABC):
         earlier task generation (``PUT /connectors/{name}/fence``, KIP-618). Only distributed herders accept it."""
         raise NotFoundError("Kafka Connect in standalone mode does not support zombie fencing requests; a "
                             "standalone worker fences its own tasks.")
-
-
-class PayloadTooLargeError(HerderError):
-    """A config too large to store (413, as for an oversize request body)."""
-
-    status = 413

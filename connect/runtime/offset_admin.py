@@ -18,7 +18,7 @@ from connect.api.topic_partition import TopicPartition
 from connect.log.api import Admin, LogError
 from connect.runtime.config_transformer import ConfigTransformer
 from connect.runtime.herder import BadRequestError, ConnectorOffset, HerderError
-from connect.runtime.offsets import OffsetStore, offset_key
+from connect.runtime.storage.offsets import OffsetStore, offset_key
 
 __all__ = ["STOPPED_REQUIRED", "alter_sink_offsets", "alter_source_offsets", "check_offsets_with_connector",
            "check_source_offsets", "reset_sink_offsets", "reset_source_offsets", "sink_offset_changes",

@@ -33,7 +33,7 @@ from connect.runtime.connector_config import SourceConnectorConfig
 from connect.runtime.control_priority import CONTROL_PRIORITY
 from connect.runtime.error_handler import Failure, Stage
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
-from connect.runtime.offsets import OffsetStore, offset_key
+from connect.runtime.storage.offsets import OffsetStore, offset_key
 from connect.runtime.topic_creation import TopicCreation
 from connect.runtime.worker_task import WorkerTask
 
@@ -88,6 +88,71 @@ class _BatchAck:
             else:
                 self.done(n)
         return on_delivery
+
+
+class _Columns:
+    """Polled records that can go to the log as columns: one topic and source partition, values of one schema
+    (keys of one schema, if any), no Kafka partition; the send's fast form converts them a column at a time."""
+
+    __slots__ = ("topic", "value_schema", "values", "key_schema", "keys", "timestamps", "source_partition",
+                 "last_offset", "batch")
+
+    def __init__(self, topic: str, value_schema: Any, values: Sequence[Any], timestamps: list[int] | None,
+                 source_partition: Mapping[str, Any] | None, last_offset: Mapping[str, Any] | None,
+                 keys: Sequence[Any] | None = None, key_schema: Any = None,
+                 batch: SourceRecordBatch | None = None) -> None:
+        self.topic = topic
+        self.value_schema = value_schema
+        self.values = values
+        self.key_schema = key_schema
+        self.keys = keys
+        self.timestamps = timestamps  # as send_batch takes them
+        self.source_partition = source_partition
+        self.last_offset = last_offset  # covers every record: one source partition
+        self.batch = batch  # the SourceRecordBatch, whose headers are converted from its own columns
+
+    @staticmethod
+    def of(records: Sequence[SourceRecord]) -> _Columns | None:
+        """``records`` as columns: any SourceRecordBatch, or a list of one topic, source partition and value
+        schema without keys, headers or Kafka partitions; None for any other list."""
+        if isinstance(records, SourceRecordBatch):
+            stamps = records.timestamps
+            if stamps is not None:
+                timestamps = _timestamps(list(stamps))
+            else:
+                stamp = records.timestamp
+                timestamps = [stamp] * len(records) if stamp is not None else None
+            return _Columns(records.topic, records.value_schema, records.values, timestamps,
+                            records.source_partition, records.last_offset, records.keys, records.key_schema, records)
+        if not records:
+            return None
+        head = records[0]
+        topic, partition, schema = head.topic, head.source_partition, head.value_schema
+        for r in records:
+            if (r.topic != topic or r.key is not None or r.key_schema is not None or r.kafka_partition is not None
+                    or r._headers or r.source_partition is not partition or r.value_schema is not schema):
+                return None
+        last = next((r.source_offset for r in reversed(records) if r.source_offset is not None), None)
+        return _Columns(topic, schema, [r.value for r in records], _timestamps([r.timestamp for r in records]),
+                        partition, last)
+
+
+class _ConvertedColumns:
+    """What the bulk conversion of a _Columns gave: a column is None where its converter raised (or, for
+    keys and headers, where every record has none: then ``*_done`` tells which)."""
+
+    __slots__ = ("keys", "keys_done", "values", "headers", "headers_done")
+
+    def __init__(self) -> None:
+        self.keys: list[bytes | None] | None = None
+        self.keys_done = False
+        self.values: list[bytes | None] | None = None
+        self.headers: list[tuple[tuple[str, bytes | None], ...]] | None = None
+        self.headers_done = False
+
+    @property
+    def complete(self) -> bool:
+        return self.keys_done and self.values is not None and self.headers_done
 
 
 class _Context(SourceTaskContext):
@@ -234,39 +299,62 @@ class WorkerSourceTask(WorkerTask):
 
     def _send(self, records: Sequence[SourceRecord], ack: _BatchAck | None = None,
               polled: Sequence[SourceRecord] | None = None, first: int = 0) -> None:
-        """Send polled records; ``ack`` counts them for ``commit_batch`` (made here for a whole polled batch,
-        passed in when the records are a part of one). ``records`` are ``polled[first:]`` (and on) of what
-        ``poll`` returned, which a refused record is reported against."""
+        """The one route of polled records to the log: transform, convert, check each against the log's record
+        limit, hand to the producer, mark the offsets to commit once the log has them.
+
+        ``ack`` counts the records for ``commit_batch`` (made here for a whole polled batch, passed in when the
+        records are a part of one). ``records`` are ``polled[first:]`` (and on) of what ``poll`` returned,
+        which a refused record is reported against.
+
+        The fast form, when no transform or ``commit_record`` needs each record: records that go as columns
+        (a SourceRecordBatch, or a list of one topic, source partition and value schema without keys,
+        headers or Kafka partitions) are converted a column at a time and leave in one ``send_batch``,
+        without a record made for each. A column whose bulk conversion fails is converted record by record,
+        where the error handling sees each record; the columns already converted are used as they are.
+        """
         if ack is None:
             ack = self.batch_ack(records)
         if polled is None:
             polled = records
+        converted: _ConvertedColumns | None = None
         if self.chain is None and not self._commit_record_hook:
-            if isinstance(records, SourceRecordBatch):
-                if self._send_columns(records, ack, polled, first):
+            columns = _Columns.of(records)
+            if columns is not None:
+                converted = self._convert_columns(columns)
+                if converted.complete:
+                    self._send_columns(columns, converted, ack, polled, first)
                     return
-            elif ack is None and self._send_uniform(records, polled, first):
-                return
-        self._send_each(records, ack, polled, first)
+        self._send_each(records, ack, polled, first, converted)
 
-    def _send_columns(self, batch: SourceRecordBatch, ack: _BatchAck | None = None,
-                      polled: Sequence[SourceRecord] | None = None, first: int = 0) -> bool:
-        """A SourceRecordBatch sent without making its records."""
-        stamps = batch.timestamps
-        if stamps is not None:
-            timestamps = _timestamps(list(stamps))
+    def _convert_columns(self, columns: _Columns) -> _ConvertedColumns:
+        """Each column of ``columns`` converted in one call; a column whose converter raises is left for the
+        record-by-record conversion (its error handling names the record)."""
+        topic = columns.topic
+        converted = _ConvertedColumns()
+        key_converter = self.converters.key
+        try:
+            if columns.keys is None:
+                # no key column: every key is None, converted once for all (a converter may write something)
+                converted.keys_done = key_converter.from_connect_data(topic, None, None, None) is None
+            else:
+                converted.keys = key_converter.from_connect_batch(topic, columns.key_schema, columns.keys)
+                converted.keys_done = True
+        except Exception:  # converted one by one, with error handling
+            pass
+        try:
+            converted.values = self.converters.value.from_connect_batch(topic, columns.value_schema, columns.values)
+        except Exception:  # converted one by one, with error handling
+            pass
+        batch = columns.batch
+        if batch is None or not batch.has_headers():
+            converted.headers_done = True
         else:
-            stamp = batch.timestamp
-            timestamps = [stamp] * len(batch) if stamp is not None else None
-        headers = None
-        if batch.has_headers():
             try:
-                headers = self._convert_batch_headers(batch)
-            except Exception:  # the general path converts again, with error handling
-                return False
-        return self._send_bulk(batch.topic, batch.value_schema, batch.values, timestamps, batch.source_partition,
-                               batch.last_offset, ack, batch.keys, batch.key_schema, headers,
-                               batch if polled is None else polled, first)
+                converted.headers = self._convert_batch_headers(batch)
+                converted.headers_done = True
+            except Exception:  # converted one by one, with error handling
+                pass
+        return converted
 
     def _convert_batch_headers(self, batch: SourceRecordBatch) -> list[tuple[tuple[str, bytes | None], ...]]:
         """The wire headers of every record of ``batch``: the shared ones converted once, the columns per value."""
@@ -280,101 +368,90 @@ class WorkerSourceTask(WorkerTask):
             return [(*shared, pair) for pair in columns[0]]
         return [shared + pairs for pairs in zip(*columns, strict=True)]
 
-    def _send_uniform(self, records: Sequence[SourceRecord], polled: Sequence[SourceRecord] | None = None,
-                      first: int = 0) -> bool:
-        """The common list (one topic, source partition and value schema; no keys, headers or partitions)."""
-        head = records[0]
-        topic, partition, schema = head.topic, head.source_partition, head.value_schema
-        for r in records:
-            if (r.topic != topic or r.key is not None or r.key_schema is not None or r.kafka_partition is not None
-                    or r._headers or r.source_partition is not partition or r.value_schema is not schema):
-                return False
-        # one source partition: its last offset covers the batch
-        last = next((r.source_offset for r in reversed(records) if r.source_offset is not None), None)
-        return self._send_bulk(topic, schema, [r.value for r in records], _timestamps([r.timestamp for r in records]),
-                               partition, last, polled=records if polled is None else polled, first=first)
-
-    def _send_bulk(self, topic: str, schema: Any, values: Sequence[Any], timestamps: list[int] | None,
-                   partition: Mapping[str, Any] | None, last_offset: Mapping[str, Any] | None,
-                   ack: _BatchAck | None = None, keys: Sequence[Any] | None = None, key_schema: Any = None,
-                   headers: list[tuple[tuple[str, bytes | None], ...]] | None = None,
-                   polled: Sequence[SourceRecord] = (), first: int = 0) -> bool:
-        """Values of one schema (with their keys of one schema and their converted headers, if any),
-        converted and sent in a few bulk steps; ``polled[first + i]`` is the record of value ``i``.
-
-        Returns False, having done nothing, when a conversion fails: the general path then converts
-        record by record, with error handling.
-        """
-        try:
-            if keys is None:
-                if self.converters.key.from_connect_data(topic, None, None, None) is not None:
-                    return False
-                converted_keys = None
-            else:
-                converted_keys = self.converters.key.from_connect_batch(topic, key_schema, keys)
-            converted = self.converters.value.from_connect_batch(topic, schema, values)
-        except Exception:  # the general path converts again, with error handling
-            return False
+    def _send_columns(self, columns: _Columns, converted: _ConvertedColumns, ack: _BatchAck | None,
+                      polled: Sequence[SourceRecord], first: int) -> None:
+        """The fast form's end: every column converted; oversized records refused alone, the rest sent in one
+        ``send_batch``. ``polled[first + i]`` is the record of value ``i``."""
+        topic = columns.topic
+        values = converted.values
+        assert values is not None  # complete
+        keys, headers, timestamps = converted.keys, converted.headers, columns.timestamps
         if topic not in self._known_topics:
             self._ensure_topic(topic)
         limit = self._record_limits.get(topic)
         if limit is not None:
-            oversized = _oversized(limit.max_record_bytes, converted, converted_keys, headers)
+            oversized = _oversized(limit.max_record_bytes, values, keys, headers)
             if oversized:
                 for i, size in oversized:
                     self._refuse(polled, first + i, None, size, limit, topic)
                 if ack is not None:
                     ack.done(len(oversized))
                 gone = {i for i, _ in oversized}
-                converted = [v for i, v in enumerate(converted) if i not in gone]
-                if converted_keys is not None:
-                    converted_keys = [k for i, k in enumerate(converted_keys) if i not in gone]
+                values = [v for i, v in enumerate(values) if i not in gone]
+                if keys is not None:
+                    keys = [k for i, k in enumerate(keys) if i not in gone]
                 if timestamps is not None:
                     timestamps = [t for i, t in enumerate(timestamps) if i not in gone]
                 if headers is not None:
                     headers = [h for i, h in enumerate(headers) if i not in gone]
-        if converted:
+        if values:
             if ack is None:
-                self.producer.send_batch(topic, None, converted, converted_keys, timestamps, headers)
+                self.producer.send_batch(topic, None, values, keys, timestamps, headers)
             else:
-                self.producer.send_batch(topic, None, converted, converted_keys, timestamps, headers,
-                                         on_delivery=ack.delivered(len(converted)))
+                self.producer.send_batch(topic, None, values, keys, timestamps, headers,
+                                         on_delivery=ack.delivered(len(values)))
         with self._pending_lock:
-            self._mark_offset(partition, last_offset)
-        self.records_sent += len(converted)
-        return True
+            self._mark_offset(columns.source_partition, columns.last_offset)
+        self.records_sent += len(values)
 
     def _send_each(self, records: Sequence[SourceRecord], ack: _BatchAck | None = None,
-                   polled: Sequence[SourceRecord] | None = None, first: int = 0) -> None:
+                   polled: Sequence[SourceRecord] | None = None, first: int = 0,
+                   converted: _ConvertedColumns | None = None) -> None:
+        """The general form: record by record, each failure through the error handler. ``converted``: the
+        columns the fast form did convert (then there is no transformation chain)."""
         chain = self.chain
         key_conv = self.converters.key.from_connect_data
         value_conv = self.converters.value.from_connect_data
         limits = self._record_limits
+        key_column: Sequence[bytes | None] | None = None
+        value_column: Sequence[bytes | None] | None = None
+        header_column: Sequence[Any] | None = None
+        if converted is not None:
+            if converted.keys_done:
+                key_column = converted.keys if converted.keys is not None else [None] * len(records)
+            value_column = converted.values
+            if converted.headers_done:
+                header_column = converted.headers if converted.headers is not None else [None] * len(records)
         processed: list[SourceRecord] = []  # marked once sent: a concurrent commit flushes only what was sent
         mark = processed.append
         staged: list[tuple[SourceRecord, SourceRecord, bytes | None, bytes | None, Any]] = []
-        for index, record in enumerate(records, first):
+        for i, record in enumerate(records):
             stage = Stage.TRANSFORMATION
             try:
                 out = chain.apply(record) if chain is not None else record
                 if out is not None:
                     stage = Stage.KEY_CONVERTER
-                    key = key_conv(out.topic, out.key_schema, out.key, out._headers)
+                    key = (key_conv(out.topic, out.key_schema, out.key, out._headers) if key_column is None
+                           else key_column[i])
                     stage = Stage.VALUE_CONVERTER
-                    value = value_conv(out.topic, out.value_schema, out.value, out._headers)
+                    value = (value_conv(out.topic, out.value_schema, out.value, out._headers) if value_column is None
+                             else value_column[i])
                     stage = Stage.HEADER_CONVERTER
-                    headers = self._convert_headers(out) if out.has_headers() else None
+                    if header_column is not None:
+                        headers = header_column[i]
+                    else:
+                        headers = self._convert_headers(out) if out.has_headers() else None
             except Exception as exc:  # failures go through the error handler
-                converted = self.errors.retry(stage, self._plugin_class(stage), functools.partial(self._convert, record),
-                                              exc, source_record=record)
-                if converted is None:  # skipped after a tolerated failure (or dropped once retried)
+                retried = self.errors.retry(stage, self._plugin_class(stage), functools.partial(self._convert, record),
+                                            exc, source_record=record)
+                if retried is None:  # skipped after a tolerated failure (or dropped once retried)
                     mark(record)
                     if self._commit_record_hook:
                         self.task.commit_record(record, None)
                     if ack is not None:
                         ack.done()
                     continue
-                out, key, value, headers = converted
+                out, key, value, headers = retried
             mark(record)
             if out is None:
                 self.records_dropped += 1
@@ -390,7 +467,7 @@ class WorkerSourceTask(WorkerTask):
                 size = record_bytes(key, value, headers)
                 if size > limit.max_record_bytes:
                     mark(record)
-                    self._refuse(records if polled is None else polled, index, record, size, limit, out.topic)
+                    self._refuse(records if polled is None else polled, first + i, record, size, limit, out.topic)
                     if ack is not None:
                         ack.done()
                     continue

@@ -11,43 +11,20 @@ with the reason.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
-from collections.abc import Collection, Hashable, Iterator, Mapping
-from typing import Any
+from collections.abc import Collection, Mapping
 
 from connect.api.errors import ConfigException
-from connect.log.api import LogError
-from connect.runtime.abstract_herder import AbstractHerder
-from connect.runtime.config_store import ConfigTopicStore, ConfigWriteError, RecordTooLargeError
+from connect.runtime.abstract_herder import AbstractHerder, stored
 from connect.runtime.herder import (
-    AlreadyExistsError,
-    BadRequestError,
     ConnectorInfo,
-    ConnectorOffset,
-    ConnectorState,
     ConnectorStateInfo,
     ConnectorTaskId,
-    ConnectorType,
     HerderError,
-    NotFoundError,
-    PayloadTooLargeError,
-    State,
     TargetState,
-    TaskInfo,
-    TaskState,
 )
-from connect.runtime.metrics_snapshot import WorkerMetrics
-from connect.runtime.offset_admin import (
-    STOPPED_REQUIRED,
-    alter_sink_offsets,
-    alter_source_offsets,
-    check_offsets_with_connector,
-    reset_source_offsets,
-    sink_offsets,
-    source_offsets,
-)
+from connect.runtime.storage.config_store import ConfigSnapshot, ConfigTopicStore
 from connect.runtime.worker import Worker
 
 __all__ = ["StandaloneHerder"]
@@ -55,15 +32,12 @@ __all__ = ["StandaloneHerder"]
 log = logging.getLogger(__name__)
 
 
-
 class StandaloneHerder(AbstractHerder):
     def __init__(self, worker: Worker, config_store: ConfigTopicStore) -> None:
-        super().__init__(worker.worker_id, worker.plugins, worker.status, worker.config)
-        self.worker = worker
-        self.store = config_store
+        super().__init__(worker, config_store)
+        self.store: ConfigTopicStore = config_store
         self._lock = threading.RLock()
         self._ready = threading.Event()
-        self._cluster_id: str | None = None
         self.make_task_restarter(worker.config, self.restart_task)
 
     # --- lifecycle ------------------------------------------------------------------------------------------
@@ -106,43 +80,13 @@ class StandaloneHerder(AbstractHerder):
     def is_ready(self) -> bool:
         return self._ready.is_set()
 
-    def health_problem(self) -> str | None:
-        return None
-
-    def kafka_cluster_id(self) -> str:
-        if self._cluster_id is None:
-            self._cluster_id = self.worker.admin.cluster_id()
-        return self._cluster_id
-
     # --- internals -----------------------------------------------------------------------------------------------
-    def _config(self, name: str) -> dict[str, str]:
-        config = self.store.snapshot.connectors.get(name)
-        if config is None:
-            raise NotFoundError(f"Connector {name} not found")
-        return config
-
-    @staticmethod
-    @contextlib.contextmanager
-    def _stored(what: str) -> Iterator[None]:
-        """Config-topic write failures as the herder answers them: 413 for a record too large, else 500."""
-        try:
-            yield
-        except RecordTooLargeError as exc:
-            raise PayloadTooLargeError(f"{what} not stored: {exc}") from None
-        except ConfigWriteError as exc:
-            raise HerderError(f"{what} not stored: {exc}") from None
-
-    def _task_secret_keys(self, config: Mapping[str, str], task_configs: list[dict[str, str]]) -> set[str]:
-        """Keys of task configs to encrypt: the connector's PASSWORD keys, and any key holding one of their values."""
-        keys = set(self.password_keys(config))
-        secrets = {config[k] for k in keys if config.get(k)}
-        for task_config in task_configs:
-            keys.update(k for k, v in task_config.items() if v in secrets)
-        return keys
+    def _snapshot(self) -> ConfigSnapshot:
+        return self.store.snapshot
 
     def _put_task_configs(self, name: str, task_configs: list[dict[str, str]]) -> None:
         config = self.store.snapshot.connectors[name]
-        with self._stored(f"Task configs of connector {name}"):
+        with stored(f"Task configs of connector {name}"):
             self.store.put_task_configs(name, task_configs, self._task_secret_keys(config, task_configs))
 
     def _start_connector(self, name: str) -> None:
@@ -206,100 +150,18 @@ class StandaloneHerder(AbstractHerder):
                 self.worker.stop_tasks(self.worker.task_ids(name))
                 self._start_tasks(name)
 
-    def _info(self, name: str) -> ConnectorInfo:
-        config = self._config(name)
-        tasks = tuple(ConnectorTaskId(name, i) for i in range(len(self.store.snapshot.task_configs.get(name, []))))
-        return ConnectorInfo(name, self.mask(config), tasks, self.connector_type_of(config))
-
-    # --- Herder: connectors -------------------------------------------------------------------------------------
-    def connectors(self) -> list[str]:
-        return sorted(self.store.snapshot.connectors)
-
-    def connector_info(self, name: str) -> ConnectorInfo:
-        with self._lock:
-            return self._info(name)
-
-    def connector_config(self, name: str) -> dict[str, str]:
-        with self._lock:
-            return self.mask(self._config(name))
-
-    def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool,
-                             initial_state: TargetState | None = None) -> tuple[bool, ConnectorInfo]:
-        with self._lock:
-            existing = self.store.snapshot.connectors.get(name)
-            if existing is not None and not allow_replace:
-                raise AlreadyExistsError(f"Connector {name} already exists")
-            config = self.unmask({**config, "name": name} if "name" not in config else config, existing)
-            if config.get("name") != name:
-                raise BadRequestError(
-                    f"Connector name configuration ({config.get('name')}) doesn't match connector name in the URL "
-                    f"({name})")
-            self.validate_or_raise(config)
-            # stored first: if the config topic refuses it, the old connector keeps running as it was
-            with self._stored(f"Connector {name}'s config"):
-                self.store.put_connector_config(name, config, None if existing is not None else (
-                    initial_state or TargetState.STARTED), self.password_keys(config))
-            if existing is not None:
-                self._stop_connector_and_tasks(name)
-            log.info("[%s] Connector config %s", name, "updated" if existing is not None else "created")
-            self._start_connector(name)
-            return existing is None, self._info(name)
-
-    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> ConnectorInfo:
-        with self._lock:
-            config = dict(self._config(name))
-            for key, value in patch.items():
-                if value is None:
-                    config.pop(key, None)
-                else:
-                    config[key] = value
-            return self.put_connector_config(name, config, allow_replace=True)[1]
-
-    def delete_connector(self, name: str) -> None:
-        with self._lock:
-            self._config(name)
-            with self._stored(f"Deletion of connector {name}"):
-                self.store.remove_connector(name)
+    # --- Herder: what a change does to the connectors this worker runs --------------------------------------------
+    def _on_connector_config_stored(self, name: str, replaced: bool) -> None:
+        if replaced:
             self._stop_connector_and_tasks(name)
-            self.status.remove_connector(name)
-            self.status_views.forget(name)
-            if self.task_restarter is not None:
-                self.task_restarter.forget(name)
-            log.info("[%s] Connector deleted", name)
+        self._start_connector(name)
 
-    def connector_status(self, name: str) -> ConnectorStateInfo:
-        config = self._config(name)
-        count = len(self.store.snapshot.task_configs.get(name, []))
-        return self.build_status(name, config, count, lambda: self.worker.connector_task_metrics(name),
-                                 self.worker.backend.health_problem())
-
-    def connector_status_body(self, name: str) -> dict[str, Any]:
-        config = self._config(name)
-        count = len(self.store.snapshot.task_configs.get(name, []))
-        return self.status_body(name, config, count, self.worker.connector_task_signatures(name),
-                                self.worker.backend.health_problem())
-
-    def status_changes(self) -> Hashable:
-        return self.listing_token(self.store.snapshot, self.worker.backend.health_problem())
-
-    def connector_status_bodies(self, fresh: bool = False) -> dict[str, dict[str, Any]]:
-        return self.status_listing(self.store.snapshot, self.worker.task_signatures, self.worker.backend.health_problem(),
-                                   fresh)
-
-    def metrics_snapshot(self) -> WorkerMetrics:
-        return self.worker.metrics_snapshot(self.task_restarter.info if self.task_restarter is not None else None)
-
-    def task_status(self, task: ConnectorTaskId) -> TaskState:
-        status = self.connector_status(task.connector)
-        for t in status.tasks:
-            if t.id == task.task:
-                return t
-        raise NotFoundError(f"No status found for task {task}")
-
-    def task_configs(self, name: str) -> list[TaskInfo]:
-        self._config(name)
-        return [TaskInfo(ConnectorTaskId(name, i), self.mask(cfg))
-                for i, cfg in enumerate(self.store.snapshot.task_configs.get(name, []))]
+    def _on_connector_deleted(self, name: str) -> None:
+        self._stop_connector_and_tasks(name)
+        self.status.remove_connector(name)
+        self.status_views.forget(name)
+        if self.task_restarter is not None:
+            self.task_restarter.forget(name)
 
     def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> ConnectorStateInfo | None:
         with self._lock:
@@ -307,18 +169,8 @@ class StandaloneHerder(AbstractHerder):
             if not include_tasks and not only_failed:
                 self._restart_connector_instance(name)
                 return None
-            before = self.connector_status(name)
-            restart_connector = not only_failed or before.connector.state is State.FAILED
-            tasks = [ConnectorTaskId(name, t.id) for t in before.tasks
-                     if include_tasks and (not only_failed or t.state is State.FAILED)]
-            plan = ConnectorStateInfo(
-                name,
-                before.connector if not restart_connector else ConnectorState(
-                    State.RESTARTING, before.connector.worker_id, version=before.connector.version),
-                tuple(TaskState(t.id, State.RESTARTING, t.worker_id, version=t.version)
-                      if ConnectorTaskId(name, t.id) in tasks else t for t in before.tasks),
-                before.type,
-            )
+            plan, restart_connector, tasks = self._restart_plan(self.connector_status(name), include_tasks,
+                                                                only_failed)
             if restart_connector:
                 self.worker.stop_tasks(tasks)
                 self.worker.stop_connector(name)
@@ -354,9 +206,7 @@ class StandaloneHerder(AbstractHerder):
 
     def restart_task(self, task: ConnectorTaskId) -> None:
         with self._lock:
-            self._config(task.connector)
-            if task.task >= len(self.store.snapshot.task_configs.get(task.connector, [])):
-                raise NotFoundError(f"Task {task} not found")
+            self._require_task(task)
             self.worker.stop_tasks([task])
             self._start_task_ids(task.connector, [task])
 
@@ -398,10 +248,6 @@ class StandaloneHerder(AbstractHerder):
             self.worker.stop_tasks(self.worker.task_ids(name))
             self._start_tasks(name)
 
-    def _put_target_state(self, name: str, target: TargetState) -> None:
-        with self._stored(f"Target state {target.value} of connector {name}"):
-            self.store.put_target_state(name, target)
-
     def _restart_from_stopped(self, name: str) -> None:
         self.worker.stop_connector(name)
         self._start_connector(name)
@@ -416,55 +262,6 @@ class StandaloneHerder(AbstractHerder):
             self._put_task_configs(name, [])
             self.worker.set_connector_target_state(name, TargetState.STOPPED)
             log.info("[%s] Connector stopped", name)
-
-    # --- topics and offsets ----------------------------------------------------------------------------------------
-    def connector_active_topics(self, name: str) -> list[str]:
-        self._config(name)
-        return self.status.topics(name)
-
-    def reset_connector_active_topics(self, name: str) -> None:
-        self._config(name)
-        self.status.reset_topics(name)
-
-    def connector_offsets(self, name: str) -> list[ConnectorOffset]:
-        config = self._config(name)
-        if self.connector_type_of(config) is ConnectorType.SINK:
-            return sink_offsets(self.worker.admin, name, self.worker.config_transformer.redact)
-        return source_offsets(self.worker.source_offset_stores(config), name,
-                              self.worker.config_transformer.redact)
-
-    def _require_stopped(self, name: str) -> dict[str, str]:
-        config = self._config(name)
-        status = self.status.connector(name)
-        if self.store.snapshot.target_state(name) is not TargetState.STOPPED or (
-                status is not None and status.state is not State.STOPPED):
-            raise BadRequestError(STOPPED_REQUIRED.replace("{name}", name))
-        return config
-
-    def alter_connector_offsets(self, name: str, offsets: list[ConnectorOffset]) -> str:
-        with self._lock:
-            config = self._require_stopped(name)
-            check_offsets_with_connector(self.plugins.new_instance(config.get("connector.class", ""), ("source", "sink"),
-                                                                   "connector.class"), name, config, offsets)
-            if self.connector_type_of(config) is ConnectorType.SINK:
-                alter_sink_offsets(self.worker.admin, name, offsets)
-            else:
-                alter_source_offsets(self.worker.source_offset_stores(config), name, offsets)
-            log.info("[%s] Offsets altered for %d partition(s)", name, len(offsets))
-            return "The offsets for this connector have been altered successfully"
-
-    def reset_connector_offsets(self, name: str) -> str:
-        with self._lock:
-            config = self._require_stopped(name)
-            if self.connector_type_of(config) is ConnectorType.SINK:
-                try:
-                    self.worker.admin.delete_group(f"connect-{name}")
-                except LogError as exc:
-                    raise HerderError(f"Failed to reset offsets for connector {name}: {exc}") from exc
-            else:
-                reset_source_offsets(self.worker.source_offset_stores(config), name)
-            log.info("[%s] Offsets reset", name)
-            return "The offsets for this connector have been reset successfully"
 
     # --- used by the CLI -------------------------------------------------------------------------------------------------
     def apply_connector_file(self, config: Mapping[str, str]) -> ConnectorInfo:

@@ -49,6 +49,7 @@ class RemoteStatusStore(StatusStore):
         self._channel = channel
 
     def put_task(self, task: ConnectorTaskId, status: Status) -> None:
+        status = self._redacted(status)  # what this process resolved from config providers never leaves it
         try:
             self._channel.notify("status.task", connector=task.connector, task=task.task, state=status.state.value,
                                  trace=status.trace)
@@ -246,6 +247,7 @@ class TaskHostProcess:
 
     def _init(self, args: dict[str, Any]) -> None:
         from connect.log import open_log_backend
+        from connect.runtime.config_transformer import SecretRedactingFilter
         from connect.runtime.gc_policy import settle_heap
         from connect.runtime.plugins import PluginRegistry
         from connect.runtime.worker import Worker
@@ -263,8 +265,13 @@ class TaskHostProcess:
             # the worker owns the directory: it recovered it and cleans it
             self.backend = EmbeddedBackend(str(settings["embedded.log.dir"]), settings, beside_owner=True)
         use_group_provider(self.groups.membership)
-        worker = Worker(args["worker_id"], config, plugins, self.backend, RemoteOffsetStore(self.channel),
-                        RemoteStatusStore(self.channel))
+        status = RemoteStatusStore(self.channel)
+        worker = Worker(args["worker_id"], config, plugins, self.backend, RemoteOffsetStore(self.channel), status)
+        # as in the worker: values resolved from config providers are blanked from log lines and status traces
+        status.redact = worker.config_transformer.redact
+        redacting = SecretRedactingFilter(worker.config_transformer)
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(redacting)
         self.worker = worker
         settle_heap()
         log.info("Task host %d ready (pid %d)", self.index, os.getpid())

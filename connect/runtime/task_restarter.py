@@ -18,9 +18,9 @@ from collections.abc import Callable
 import attrs
 
 from connect.runtime.clock import SYSTEM_CLOCK, Clock
-from connect.runtime.herder import ConnectorTaskId, State
+from connect.runtime.herder import ConnectorTaskId, State, Status
 from connect.runtime.metrics_snapshot import TaskRestartInfo
-from connect.runtime.status import Status, StatusStore
+from connect.runtime.storage.status import StatusStore
 from connect.runtime.worker_config import WorkerConfig
 
 __all__ = ["TaskRestartPolicy", "TaskAutoRestarter"]

@@ -41,7 +41,7 @@ from connect.runtime.connector_validation import ConnectorConfigValidator
 from connect.runtime.dead_letter_queue import DeadLetterQueueReporter
 from connect.runtime.error_handler import ErrorHandler, ErrorMetrics
 from connect.runtime.exactly_once_source_task import ExactlyOnceWorkerSourceTask
-from connect.runtime.herder import ConnectorTaskId, State, TargetState
+from connect.runtime.herder import ConnectorTaskId, State, Status, TargetState, format_trace
 from connect.runtime.kafka_class_names import kafka_class_name
 from connect.runtime.log_end_offsets import LogEndOffsets
 from connect.runtime.metrics_snapshot import (
@@ -53,12 +53,12 @@ from connect.runtime.metrics_snapshot import (
     without_secrets,
 )
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
-from connect.runtime.offset_topics import OffsetTopics
-from connect.runtime.offsets import ConnectorOffsetReader, OffsetStore
 from connect.runtime.plugins import PluginRegistry
 from connect.runtime.sink_task import WorkerSinkTask
 from connect.runtime.source_task import WorkerSourceTask, wants_acknowledgements
-from connect.runtime.status import Status, StatusStore, format_trace
+from connect.runtime.storage.offset_topics import OffsetTopics
+from connect.runtime.storage.offsets import ConnectorOffsetReader, OffsetStore
+from connect.runtime.storage.status import StatusStore
 from connect.runtime.streaming_task import WorkerStreamingTask
 from connect.runtime.transformation_chain import build_chain
 from connect.runtime.worker_config import WorkerConfig

@@ -14,8 +14,8 @@ from connect.log.api import ClientStats
 from connect.runtime.clock import SYSTEM_CLOCK, Clock
 from connect.runtime.connector_config import ConnectorConfig
 from connect.runtime.error_handler import ErrorHandler, Stage, TaskStoppingError
-from connect.runtime.herder import ConnectorTaskId, State, TargetState
-from connect.runtime.status import Status, StatusStore, format_trace
+from connect.runtime.herder import ConnectorTaskId, State, Status, TargetState, format_trace
+from connect.runtime.storage.status import StatusStore
 from connect.runtime.transformation_chain import TransformationChain
 from connect.runtime.worker_config import WorkerConfig
 

@@ -35,7 +35,7 @@ class Compatibility(enum.Enum):
         try:
             return cls(str(text).strip().upper())
         except ValueError:
-            raise SchemaRegistryError(422, 42203, f"Invalid compatibility level {text!r}; valid levels are "
+            raise SchemaRegistryError(42203, f"Invalid compatibility level {text!r}; valid levels are "
                                       + ", ".join(c.value for c in cls)) from None
 
 
@@ -51,22 +51,28 @@ class Mode(enum.Enum):
         try:
             return cls(str(text).strip().upper())
         except ValueError:
-            raise SchemaRegistryError(422, 42204, f"Invalid mode {text!r}; valid modes are "
+            raise SchemaRegistryError(42204, f"Invalid mode {text!r}; valid modes are "
                                       + ", ".join(m.value for m in cls)) from None
 
 
 class SchemaRegistryError(Exception):
-    """A refused request: the HTTP ``status``, Confluent's ``error_code`` and one line saying why."""
+    """The registry's one error: a refused request, Confluent's ``error_code`` naming what happened (40401
+    subject not found, 42201 invalid schema, 50001 store error, ...) and ``message``, one line saying why.
+    Confluent's codes begin with the HTTP status its registry answers; ``rest.errors`` makes that status."""
 
-    def __init__(self, status: int, error_code: int, message: str) -> None:
+    def __init__(self, error_code: int, message: str) -> None:
         super().__init__(message)
-        self.status = status
         self.error_code = error_code
         self.message = message
 
+    @property
+    def not_found(self) -> bool:
+        """A subject, version or schema that is not there (Confluent's 404xx codes)."""
+        return 40400 <= self.error_code < 40500
+
 
 def subject_not_found(subject: str) -> SchemaRegistryError:
-    return SchemaRegistryError(404, 40401, f"Subject '{subject}' not found.")
+    return SchemaRegistryError(40401, f"Subject '{subject}' not found.")
 
 
 @attrs.frozen

@@ -77,7 +77,7 @@ def _canonical(document: object) -> str:
 
 
 def _too_deep() -> SchemaRegistryError:
-    return SchemaRegistryError(422, 42201, f"Invalid schema: nested more than {MAX_NESTING_DEPTH} levels deep "
+    return SchemaRegistryError(42201, f"Invalid schema: nested more than {MAX_NESTING_DEPTH} levels deep "
                                f"(objects and lists in its JSON); the registry's limit is {MAX_NESTING_DEPTH} levels")
 
 
@@ -99,23 +99,23 @@ def parse_schema(text: object, schema_type: object = "AVRO") -> ParsedSchema:
     """The schema ``text`` parsed; 42201 with the reason and place when it is not a valid Avro schema."""
     kind = "AVRO" if schema_type is None else str(schema_type).upper()
     if kind != "AVRO":
-        raise SchemaRegistryError(422, 42201, f"Invalid schema: schemaType {schema_type!r} is not supported "
+        raise SchemaRegistryError(42201, f"Invalid schema: schemaType {schema_type!r} is not supported "
                                   "by this registry; it keeps AVRO schemas only")
     if not isinstance(text, str) or not text.strip():
-        raise SchemaRegistryError(422, 42201, "Invalid schema: the request needs \"schema\", the schema as a "
+        raise SchemaRegistryError(42201, "Invalid schema: the request needs \"schema\", the schema as a "
                                   "JSON string")
     try:
         document = json.loads(text)
     except RecursionError:  # the decoder's own guard, far past the limit: the same answer
         raise _too_deep() from None
     except ValueError as exc:
-        raise SchemaRegistryError(422, 42201, f"Invalid schema: not JSON: {exc}") from None
+        raise SchemaRegistryError(42201, f"Invalid schema: not JSON: {exc}") from None
     if isinstance(document, (dict, list)) and _deeper_than(document, MAX_NESTING_DEPTH):
         raise _too_deep()
     try:
         parsed = parse_document(document)
     except SchemaParseError as exc:
-        raise SchemaRegistryError(422, 42201, f"Invalid schema: {exc}") from None
+        raise SchemaRegistryError(42201, f"Invalid schema: {exc}") from None
     compact = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
     return ParsedSchema(compact, _canonical(document), parsed)
 
@@ -175,7 +175,7 @@ class _Checker:
             if self.steps > self.max_steps:
                 raise _OverBudget
             if self.cancelled is not None and self.cancelled.is_set():
-                raise SchemaRegistryError(503, 50003, "The schema registry is shutting down")
+                raise SchemaRegistryError(50003, "The schema registry is shutting down")
 
     def check(self, reader: AvroType, writer: AvroType, path: Path) -> _Verdict:
         self._tick()
@@ -324,7 +324,7 @@ def incompatibilities(level: Compatibility, new: ParsedSchema, existing: Sequenc
                 found += _report(f"version {version} cannot read data written with the new schema",
                                  checker.verdict(old.type, new.type))
     except _OverBudget:
-        raise SchemaRegistryError(422, 42201, f"Invalid schema: checking its compatibility ({level.value}, "
+        raise SchemaRegistryError(42201, f"Invalid schema: checking its compatibility ({level.value}, "
                                   f"against {len(against)} version(s)) takes more than {max_steps:,} steps, the "
                                   "registry's limit for one check; typically a union of many records of one "
                                   "name, or very many versions of a very large schema") from None

@@ -33,7 +33,7 @@ class LazySchemaRegistry(SchemaRegistry):
     def _get(self) -> SchemaStore:
         with self._lock:
             if self._closed:
-                raise SchemaRegistryError(503, 50003, "The schema registry is shutting down")
+                raise SchemaRegistryError(50003, "The schema registry is shutting down")
             if self._store is None:
                 store = self._open()
                 try:
@@ -41,7 +41,7 @@ class LazySchemaRegistry(SchemaRegistry):
                 except (LogError, OSError) as exc:
                     store.close()
                     log.error("Schema registry could not read its topic: %s", exc)
-                    raise SchemaRegistryError(500, 50001, f"The schema registry could not read its topic: {exc}"
+                    raise SchemaRegistryError(50001, f"The schema registry could not read its topic: {exc}"
                                               ) from None
                 self._store = store
             return self._store

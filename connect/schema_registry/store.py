@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from connect.log.api import LogBackend, LogError, NewTopic, ProducerFencedError, TransactionAbortedError
-from connect.runtime.distributed.kafka_based_log import KafkaBasedLog
+from connect.runtime.storage.kafka_based_log import KafkaBasedLog
 from connect.schema_registry.api import (
     Compatibility,
     Mode,
@@ -60,11 +60,11 @@ _Basis = tuple[Mode, Compatibility, tuple[tuple[int, int], ...]]  # what a compa
 
 def _check_subject(subject: str) -> None:
     if not subject or not subject.strip():
-        raise SchemaRegistryError(422, 42208, "Invalid subject: a subject name cannot be empty")
+        raise SchemaRegistryError(42208, "Invalid subject: a subject name cannot be empty")
     if len(subject) > _MAX_SUBJECT_CHARS:
-        raise SchemaRegistryError(422, 42208, f"Invalid subject: longer than {_MAX_SUBJECT_CHARS} characters")
+        raise SchemaRegistryError(42208, f"Invalid subject: longer than {_MAX_SUBJECT_CHARS} characters")
     if "/" in subject or any(ord(c) < 0x20 or ord(c) == 0x7F for c in subject):
-        raise SchemaRegistryError(422, 42208, f"Invalid subject {subject!r}: it may contain neither '/' nor "
+        raise SchemaRegistryError(42208, f"Invalid subject {subject!r}: it may contain neither '/' nor "
                                   "control characters")
 
 
@@ -144,7 +144,7 @@ class SchemaStore(SchemaRegistry):
             with self._lock:
                 return fn(self._state)
         except SchemaRegistryError as exc:
-            if exc.status != 404:
+            if not exc.not_found:
                 raise
         # not found here: another registry on the topic may have just written it, so read to the end and look again
         self._catch_up()
@@ -178,18 +178,18 @@ class SchemaStore(SchemaRegistry):
                 except LogError as exc:
                     raise _store_error(what, exc) from None
                 if not log_.read_to_end(self.timeout):
-                    raise SchemaRegistryError(500, 50002, f"Timed out after {what}: the write was committed but "
+                    raise SchemaRegistryError(50002, f"Timed out after {what}: the write was committed but "
                                               "not read back yet")
                 log.info("Schema registry: %s", what)
                 return result
-        raise SchemaRegistryError(500, 50001, f"Gave up {what}: other registries on topic '{self.topic}' kept "
+        raise SchemaRegistryError(50001, f"Gave up {what}: other registries on topic '{self.topic}' kept "
                                   "writing first")
 
     def _catch_up(self) -> None:
         """Before a write: see everything other registries wrote to the topic."""
         assert self._log is not None, "SchemaStore.start() was not called"
         if not self._log.read_to_end(self.timeout):
-            raise SchemaRegistryError(500, 50002, f"Timed out reading the schemas topic '{self.topic}' to its end")
+            raise SchemaRegistryError(50002, f"Timed out reading the schemas topic '{self.topic}' to its end")
 
     # --- subjects and versions ---------------------------------------------------------------------
     def subjects(self, deleted: bool = False, prefix: str = "") -> list[str]:
@@ -215,19 +215,19 @@ class SchemaStore(SchemaRegistry):
         except ValueError:
             number = 0
         if not 0 < number < 2**31:
-            raise SchemaRegistryError(422, 42202, f"The specified version '{spec}' is not a valid version id. "
+            raise SchemaRegistryError(42202, f"The specified version '{spec}' is not a valid version id. "
                                       "Allowed values are between [1, 2^31-1] and the string \"latest\"")
         for entry in live:
             if entry.version == number:
                 return entry
-        raise SchemaRegistryError(404, 40402, f"Version {number} not found.")
+        raise SchemaRegistryError(40402, f"Version {number} not found.")
 
     def version(self, subject: str, version: str, deleted: bool = False) -> SchemaVersion:
         return self._read(lambda state: self._find_version(state, subject, version, deleted))
 
     def _parse(self, text: object, schema_type: object) -> ParsedSchema:
         if isinstance(text, str) and len(text.encode("utf-8")) > self.max_schema_bytes:
-            raise SchemaRegistryError(422, 42209, f"Schema too large: {len(text.encode('utf-8'))} bytes, more "
+            raise SchemaRegistryError(42209, f"Schema too large: {len(text.encode('utf-8'))} bytes, more "
                                       f"than the {self.max_schema_bytes} bytes a record of topic '{self.topic}' "
                                       "can hold")
         return parse_schema(text, schema_type)
@@ -241,7 +241,7 @@ class SchemaStore(SchemaRegistry):
         try:
             parsed = parse_schema(entry.schema, entry.schema_type)
         except SchemaRegistryError as exc:  # written by another registry, or one with other rules
-            raise SchemaRegistryError(500, 50001, f"Schema id {entry.id} (version {entry.version} of subject "
+            raise SchemaRegistryError(50001, f"Schema id {entry.id} (version {entry.version} of subject "
                                       f"'{entry.subject}') in topic '{self.topic}' cannot be parsed, so nothing "
                                       f"can be checked against it: {exc.message}") from None
         return self._remember(entry.id, parsed)
@@ -266,9 +266,9 @@ class SchemaStore(SchemaRegistry):
         deadline = time.monotonic() + self.timeout
         while not self._checking.acquire(timeout=0.1):
             if self._closing.is_set():
-                raise SchemaRegistryError(503, 50003, "The schema registry is shutting down")
+                raise SchemaRegistryError(50003, "The schema registry is shutting down")
             if time.monotonic() >= deadline:
-                raise SchemaRegistryError(500, 50002, f"Timed out after {self.timeout:.0f} s waiting for other "
+                raise SchemaRegistryError(50002, f"Timed out after {self.timeout:.0f} s waiting for other "
                                           "compatibility checks to finish")
         try:
             return incompatibilities(level, parsed, against, cancelled=self._closing)
@@ -286,7 +286,7 @@ class SchemaStore(SchemaRegistry):
     def _check_writable(self, state: RegistryState, subject: str) -> Mode:
         mode = self._mode_of(state, subject)
         if mode not in _WRITABLE:
-            raise SchemaRegistryError(422, 42205, f"Subject '{subject}' is in {mode.value} mode; writes are "
+            raise SchemaRegistryError(42205, f"Subject '{subject}' is in {mode.value} mode; writes are "
                                       "not permitted")
         return mode
 
@@ -294,7 +294,7 @@ class SchemaStore(SchemaRegistry):
                  schema_id: int | None = None, version: int | None = None) -> SchemaVersion:
         _check_subject(subject)
         if references:
-            raise SchemaRegistryError(422, 42201, "Invalid schema: schema references are not supported by this "
+            raise SchemaRegistryError(42201, "Invalid schema: schema references are not supported by this "
                                       "registry; register the referenced types inline")
         parsed = self._parse(schema, schema_type)
         for _ in range(_ATTEMPTS):
@@ -308,7 +308,7 @@ class SchemaStore(SchemaRegistry):
                 key, value = schema_key(subject, entry.version), _schema_value(entry)
                 if len(key) + len(value) > self.max_schema_bytes:
                     # the schema is a JSON string in the record, so its quotes take twice the room they do here
-                    raise SchemaRegistryError(422, 42209, f"Schema too large: its record in topic '{self.topic}' "
+                    raise SchemaRegistryError(42209, f"Schema too large: its record in topic '{self.topic}' "
                                               f"would take {len(key) + len(value)} bytes (the schema escaped as "
                                               f"a JSON string), more than the {self.max_schema_bytes} bytes a "
                                               "record can hold")
@@ -326,12 +326,12 @@ class SchemaStore(SchemaRegistry):
                 # the log took the write without an error yet does not hold it: never acknowledge that
                 log.error("Schema registry: version %d of subject '%s' (schema id %d) was written to topic '%s' "
                           "but is not in it", entry.version, subject, entry.id, self.topic)
-                raise SchemaRegistryError(500, 50001, f"Error in the schema registry's store: version "
+                raise SchemaRegistryError(50001, f"Error in the schema registry's store: version "
                                           f"{entry.version} of subject '{subject}' was not stored; nothing was "
                                           "registered")
             self._remember(entry.id, parsed)
             return entry
-        raise SchemaRegistryError(500, 50001, f"Gave up registering a schema under subject '{subject}': it kept "
+        raise SchemaRegistryError(50001, f"Gave up registering a schema under subject '{subject}': it kept "
                                   "changing while the schema was checked")
 
     def _basis(self, state: RegistryState, subject: str) -> _Basis:
@@ -368,7 +368,7 @@ class SchemaStore(SchemaRegistry):
         ``checked``: the compatibility verdict and the state it was reached on (_StaleCheck if that changed)."""
         mode = self._check_writable(state, subject)
         if (schema_id is not None or version is not None) and mode is not Mode.IMPORT:
-            raise SchemaRegistryError(422, 42205, f"Subject '{subject}' is not in IMPORT mode: a schema id or "
+            raise SchemaRegistryError(42205, f"Subject '{subject}' is not in IMPORT mode: a schema id or "
                                       "version can only be given when importing")
         live = state.live(subject)
         registered = self._registered(live, parsed, schema_id)
@@ -379,13 +379,13 @@ class SchemaStore(SchemaRegistry):
             if basis != self._basis(state, subject):
                 raise _StaleCheck
             if problems:
-                raise SchemaRegistryError(409, 409, "Schema being registered is incompatible with an earlier "
+                raise SchemaRegistryError(409, "Schema being registered is incompatible with an earlier "
                                           "schema for subject \"" + subject + "\", details: " + "; ".join(problems))
         known = state.id_of.get(parsed.canonical)
         if schema_id is not None:
             holder = state.text_of.get(schema_id)
             if holder is not None and parse_schema(holder).canonical != parsed.canonical:
-                raise SchemaRegistryError(422, 42207, f"Overwrite new schema with id {schema_id} is not "
+                raise SchemaRegistryError(42207, f"Overwrite new schema with id {schema_id} is not "
                                           "permitted: that id already holds a different schema")
             new_id = schema_id
         else:
@@ -394,7 +394,7 @@ class SchemaStore(SchemaRegistry):
         if version is None:
             version = max(every, default=0) + 1
         elif version in every:
-            raise SchemaRegistryError(422, 42205, f"Version {version} of subject '{subject}' already exists")
+            raise SchemaRegistryError(42205, f"Version {version} of subject '{subject}' already exists")
         return SchemaVersion(subject, version, new_id, parsed.text), True
 
     def lookup(self, subject: str, schema: str, schema_type: str = "AVRO", deleted: bool = False) -> SchemaVersion:
@@ -404,7 +404,7 @@ class SchemaStore(SchemaRegistry):
             for entry in reversed(self._live(state, subject, deleted)):
                 if self._parsed_of(entry).canonical == parsed.canonical:
                     return entry
-            raise SchemaRegistryError(404, 40403, "Schema not found")
+            raise SchemaRegistryError(40403, "Schema not found")
         return self._read(find)
 
     def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
@@ -415,10 +415,10 @@ class SchemaStore(SchemaRegistry):
             self._check_writable(state, subject)
             live = [e for e in every if not e.deleted]
             if permanent and live:
-                raise SchemaRegistryError(404, 40405, f"Subject '{subject}' was not deleted first before being "
+                raise SchemaRegistryError(40405, f"Subject '{subject}' was not deleted first before being "
                                           "permanently deleted")
             if not permanent and not live:
-                raise SchemaRegistryError(404, 40404, f"Subject '{subject}' was soft deleted. Set "
+                raise SchemaRegistryError(40404, f"Subject '{subject}' was soft deleted. Set "
                                           "permanent=true to delete permanently")
             if permanent:
                 records: Records = [(schema_key(subject, e.version), None) for e in every]
@@ -433,10 +433,10 @@ class SchemaStore(SchemaRegistry):
             entry = self._find_version(state, subject, version, deleted=True)
             self._check_writable(state, subject)
             if permanent and not entry.deleted:
-                raise SchemaRegistryError(404, 40407, f"Subject '{subject}' Version {entry.version} was not "
+                raise SchemaRegistryError(40407, f"Subject '{subject}' Version {entry.version} was not "
                                           "deleted first before being permanently deleted")
             if not permanent and entry.deleted:
-                raise SchemaRegistryError(404, 40406, f"Subject '{subject}' Version {entry.version} was soft "
+                raise SchemaRegistryError(40406, f"Subject '{subject}' Version {entry.version} was soft "
                                           "deleted. Set permanent=true to delete permanently")
             if permanent:
                 return ([(schema_key(subject, entry.version), None)], entry.version,
@@ -450,12 +450,12 @@ class SchemaStore(SchemaRegistry):
         def find(state: RegistryState) -> SchemaVersion:
             text = state.text_of.get(schema_id)
             if text is None:
-                raise SchemaRegistryError(404, 40403, f"Schema {schema_id} not found")
+                raise SchemaRegistryError(40403, f"Schema {schema_id} not found")
             users = sorted(state.users.get(schema_id, ()))
             if subject is not None:
                 users = [u for u in users if u[0] == subject]
                 if not users:
-                    raise SchemaRegistryError(404, 40403, f"Schema {schema_id} not found in subject '{subject}'")
+                    raise SchemaRegistryError(40403, f"Schema {schema_id} not found in subject '{subject}'")
             name, number = users[0] if users else ("", 0)
             return SchemaVersion(name, number, schema_id, text)
         return self._read(find)
@@ -463,7 +463,7 @@ class SchemaStore(SchemaRegistry):
     def ids_usage(self, schema_id: int, deleted: bool = False) -> list[tuple[str, int]]:
         def find(state: RegistryState) -> list[tuple[str, int]]:
             if schema_id not in state.text_of:
-                raise SchemaRegistryError(404, 40403, f"Schema {schema_id} not found")
+                raise SchemaRegistryError(40403, f"Schema {schema_id} not found")
             return [(s, v) for s, v in sorted(state.users.get(schema_id, ()))
                     if deleted or not state.subjects[s][v].deleted]
         return self._read(find)
@@ -486,7 +486,7 @@ class SchemaStore(SchemaRegistry):
     def compatibility(self, subject: str | None, default_to_global: bool = False) -> Compatibility:
         def find(state: RegistryState) -> Compatibility:
             if subject is not None and subject not in state.configs and not default_to_global:
-                raise SchemaRegistryError(404, 40408, f"Subject '{subject}' does not have subject-level "
+                raise SchemaRegistryError(40408, f"Subject '{subject}' does not have subject-level "
                                           "compatibility configured")
             return self._level_of(state, subject)
         return self._read(find)
@@ -508,7 +508,7 @@ class SchemaStore(SchemaRegistry):
     def mode(self, subject: str | None, default_to_global: bool = False) -> Mode:
         def find(state: RegistryState) -> Mode:
             if subject is not None and subject not in state.modes and not default_to_global:
-                raise SchemaRegistryError(404, 40409, f"Subject '{subject}' does not have subject-level mode "
+                raise SchemaRegistryError(40409, f"Subject '{subject}' does not have subject-level mode "
                                           "configured")
             return self._mode_of(state, subject)
         return self._read(find)
@@ -520,7 +520,7 @@ class SchemaStore(SchemaRegistry):
         def plan(state: RegistryState) -> tuple[Records, None, str]:
             has = bool(state.live(subject, True)) if subject is not None else bool(state.subjects)
             if mode is Mode.IMPORT and not force and has:
-                raise SchemaRegistryError(422, 42205, f"Cannot import since {_scope(subject)} already has "
+                raise SchemaRegistryError(42205, f"Cannot import since {_scope(subject)} already has "
                                           "schemas; add force=true to switch to IMPORT anyway")
             return ([(mode_key(subject), json.dumps({"mode": mode.value}).encode())], None,
                     f"mode of {_scope(subject)} set to {mode.value}")
@@ -536,7 +536,7 @@ class _StaleCheck(Exception):
 
 
 def _store_error(what: str, exc: Exception) -> SchemaRegistryError:
-    return SchemaRegistryError(500, 50001, f"Error in the schema registry's store, so not done ({what}): {exc}")
+    return SchemaRegistryError(50001, f"Error in the schema registry's store, so not done ({what}): {exc}")
 
 
 def _deleted(entry: SchemaVersion) -> SchemaVersion:

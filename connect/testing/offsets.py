@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from connect.runtime.offsets import OffsetStore
+from connect.runtime.storage.offsets import OffsetStore
 
 __all__ = ["MemoryOffsetStore"]
 

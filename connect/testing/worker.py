@@ -24,11 +24,11 @@ from connect.api.converter import Converter
 from connect.api.topic_partition import TopicPartition
 from connect.log.api import ConsumerRecord
 from connect.runtime.clock import SYSTEM_CLOCK
-from connect.runtime.config_store import ConfigTopicStore
 from connect.runtime.herder import ConnectorStateInfo, State
 from connect.runtime.plugins import PluginRegistry
 from connect.runtime.standalone import StandaloneHerder
-from connect.runtime.status import StatusStore
+from connect.runtime.storage.config_store import ConfigTopicStore
+from connect.runtime.storage.status import StatusStore
 from connect.runtime.worker import Worker
 from connect.runtime.worker_config import StandaloneConfig
 from connect.testing.memory_log import MemoryBackend

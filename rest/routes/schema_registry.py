@@ -13,6 +13,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, request
 
 from connect.schema_registry.api import Compatibility, Mode, SchemaRegistry, SchemaRegistryError
+from rest.errors import registry_status_of
 from rest.parsing import bool_param, json_object_body
 from rest.responses import RestError, json_response
 
@@ -29,7 +30,7 @@ bp = Blueprint("schema_registry", __name__)
 def _registry() -> SchemaRegistry:
     registry: SchemaRegistry | None = current_app.extensions.get(REGISTRY_KEY)
     if registry is None:
-        raise SchemaRegistryError(404, 40401, "This worker runs no schema registry")
+        raise SchemaRegistryError(40401, "This worker runs no schema registry")
     return registry
 
 
@@ -41,7 +42,7 @@ def _answer(body: object, status: int = 200) -> Response:
 
 @bp.errorhandler(SchemaRegistryError)
 def _registry_error(e: SchemaRegistryError) -> Response:
-    return _answer({"error_code": e.error_code, "message": e.message}, e.status)
+    return _answer({"error_code": e.error_code, "message": e.message}, registry_status_of(e))
 
 
 @bp.errorhandler(RestError)
@@ -53,16 +54,16 @@ def _schema_body() -> tuple[str, str, list[Any], int | None, int | None]:
     body = json_object_body("The schema request")
     schema = body.get("schema")
     if not isinstance(schema, str):
-        raise SchemaRegistryError(422, 42201, "Invalid schema: the request needs \"schema\", the schema as a "
+        raise SchemaRegistryError(42201, "Invalid schema: the request needs \"schema\", the schema as a "
                                   "JSON string")
     references = body.get("references") or []
     if not isinstance(references, list):
-        raise SchemaRegistryError(422, 42201, "Invalid schema: \"references\" must be a list")
+        raise SchemaRegistryError(42201, "Invalid schema: \"references\" must be a list")
     schema_id = body.get("id")
     version = body.get("version")
     for name, value in (("id", schema_id), ("version", version)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-            raise SchemaRegistryError(422, 42202 if name == "version" else 42205,
+            raise SchemaRegistryError(42202 if name == "version" else 42205,
                                       f"\"{name}\" must be a positive number, not {value!r}")
     return schema, str(body.get("schemaType") or "AVRO"), references, schema_id, version
 
@@ -71,7 +72,7 @@ def _schema_id(raw: str) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise SchemaRegistryError(404, 40403, f"Schema {raw!r} not found: ids are numbers") from None
+        raise SchemaRegistryError(40403, f"Schema {raw!r} not found: ids are numbers") from None
 
 
 # --- root and schemas ----------------------------------------------------------------------------------

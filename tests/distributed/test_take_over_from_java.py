@@ -13,7 +13,7 @@ import pytest
 
 from connect.api.topic_partition import TopicPartition
 from connect.log import open_log_backend
-from connect.runtime.distributed.offset_backing_store import offset_partition
+from connect.runtime.storage.offset_backing_store import offset_partition
 from tests.distributed.cluster import DistributedWorker, wait_running
 from tests.support import line_count, wait_until
 

@@ -11,11 +11,10 @@ import pytest
 from connect.api.topic_partition import TopicPartition
 from connect.log import open_log_backend
 from connect.log.api import LogBackend, LogError, NewTopic
-from connect.runtime.distributed.config_backing_store import KafkaConfigBackingStore
-from connect.runtime.distributed.offset_backing_store import KafkaOffsetStore, offset_partition
-from connect.runtime.distributed.status_backing_store import KafkaStatusBackingStore
-from connect.runtime.herder import ConnectorTaskId, State, TargetState
-from connect.runtime.status import Status
+from connect.runtime.herder import ConnectorTaskId, State, Status, TargetState
+from connect.runtime.storage.config_backing_store import KafkaConfigBackingStore
+from connect.runtime.storage.offset_backing_store import KafkaOffsetStore, offset_partition
+from connect.runtime.storage.status_backing_store import KafkaStatusBackingStore
 from tests.support import wait_until
 
 

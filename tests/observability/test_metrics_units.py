@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from connect.log.api import ClientStats
 from connect.log.kafka.client_stats import DEFAULT_STATISTICS_INTERVAL_MS, LibrdkafkaStatistics
-from connect.runtime.herder import ConnectorTaskId, State
+from connect.runtime.herder import ConnectorTaskId, State, Status
 from connect.runtime.metrics_snapshot import (
     ClientMetrics,
     ConnectorMetrics,
@@ -19,7 +19,7 @@ from connect.runtime.metrics_snapshot import (
     TaskRestartInfo,
     WorkerMetrics,
 )
-from connect.runtime.status import Status, StatusStore
+from connect.runtime.storage.status import StatusStore
 from connect.runtime.task_restarter import TaskAutoRestarter, TaskRestartPolicy
 from rest import create_app
 from rest.metrics import HerderMetricsCollector

@@ -18,12 +18,12 @@ from connect.api.connector import (
 )
 from connect.runtime.connector_config import ConnectorConfig, SinkConnectorConfig, SourceConnectorConfig
 from connect.runtime.error_handler import ErrorHandler
-from connect.runtime.herder import ConnectorTaskId, State, TargetState
+from connect.runtime.herder import ConnectorTaskId, State, Status, TargetState
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
-from connect.runtime.offsets import ConnectorOffsetReader
 from connect.runtime.sink_task import WorkerSinkTask
 from connect.runtime.source_task import WorkerSourceTask
-from connect.runtime.status import Status, StatusStore
+from connect.runtime.storage.offsets import ConnectorOffsetReader
+from connect.runtime.storage.status import StatusStore
 from connect.runtime.streaming_task import WorkerStreamingTask
 from connect.runtime.worker_config import WorkerConfig
 from connect.runtime.worker_task import TaskConverters

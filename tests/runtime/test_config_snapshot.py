@@ -1,5 +1,5 @@
-from connect.runtime.config_store import ConfigSnapshot
 from connect.runtime.herder import TargetState
+from connect.runtime.storage.config_store import ConfigSnapshot
 
 
 def test_task_configs_apply_only_on_commit():

@@ -8,13 +8,13 @@ from cryptography.fernet import Fernet
 from connect.log import open_log_backend
 from connect.log.api import LogError
 from connect.runtime.config_encryption import ConfigEncryption, DecryptionError
-from connect.runtime.config_store import (
+from connect.runtime.herder import TargetState
+from connect.runtime.storage.config_store import (
     ConfigStoreOwnerError,
     ConfigTopicStore,
     ConfigWriteError,
     RecordTooLargeError,
 )
-from connect.runtime.herder import TargetState
 
 ME = {"worker.id": "11111111-1111-1111-1111-111111111111", "rest.worker.id": "host:1"}
 OTHER = {"worker.id": "22222222-2222-2222-2222-222222222222", "rest.worker.id": "host:2"}

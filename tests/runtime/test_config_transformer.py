@@ -118,8 +118,8 @@ def test_log_records_lose_resolved_values(tmp_path, plugins):
 
 
 def test_status_traces_and_topic_names_lose_resolved_values(tmp_path, plugins):
-    from connect.runtime.herder import ConnectorTaskId, State
-    from connect.runtime.status import Status, StatusStore
+    from connect.runtime.herder import ConnectorTaskId, State, Status
+    from connect.runtime.storage.status import StatusStore
 
     secrets = tmp_path / "s.properties"
     secrets.write_text("topic=secret-topic-name\n")

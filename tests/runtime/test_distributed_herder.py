@@ -9,11 +9,9 @@ from collections.abc import Mapping, Sequence
 import httpx
 import pytest
 
-from connect.runtime.config_store import ConfigSnapshot
 from connect.runtime.distributed.cluster_work import ClusterWork
 from connect.runtime.distributed.herder import DistributedHerder
 from connect.runtime.distributed.protocol import CONFIG_MISMATCH, NO_ERROR, Assignment
-from connect.runtime.distributed.session_key import SessionKey
 from connect.runtime.distributed.zombie_fencing import ZombieFencing
 from connect.runtime.herder import (
     BadRequestError,
@@ -29,6 +27,8 @@ from connect.runtime.herder import (
     TargetState,
 )
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
+from connect.runtime.session_key import SessionKey
+from connect.runtime.storage.config_store import ConfigSnapshot
 from connect.runtime.worker import Worker
 from connect.runtime.worker_config import DistributedConfig
 from tests.runtime.fakes import FakeClock, MemoryBackend, MemoryOffsetStore, RecordingStatus, registry
@@ -62,7 +62,7 @@ class MemoryConfigStore:
 
     def _append(self, key: str, value: object) -> None:
         if self.fail_writes:
-            from connect.runtime.config_store import ConfigWriteError
+            from connect.runtime.storage.config_store import ConfigWriteError
             raise ConfigWriteError("the config topic refused the write")
         self.records.append((key, value))
         self._snapshot.apply(key, value)  # type: ignore[arg-type]

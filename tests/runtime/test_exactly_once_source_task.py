@@ -23,8 +23,8 @@ from connect.runtime.error_handler import ErrorHandler
 from connect.runtime.exactly_once_source_task import ExactlyOnceWorkerSourceTask
 from connect.runtime.herder import ConnectorTaskId, TargetState
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
-from connect.runtime.offset_topics import LayeredOffsetReader
-from connect.runtime.offsets import offset_key
+from connect.runtime.storage.offset_topics import LayeredOffsetReader
+from connect.runtime.storage.offsets import offset_key
 from tests.runtime.fakes import (
     PARTITION,
     FakeClock,

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from connect.runtime.offsets import FileOffsetStore, OffsetFileError, offset_key
+from connect.runtime.storage.offsets import FileOffsetStore, OffsetFileError, offset_key
 
 
 def test_offset_key_matches_kafka_connect_format():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from connect.runtime.config_store import ConfigTopicStore
 from connect.runtime.herder import ConnectorTaskId, NotFoundError, State, TargetState
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.standalone import StandaloneHerder
+from connect.runtime.storage.config_store import ConfigTopicStore
 from connect.runtime.worker import Worker
 from connect.runtime.worker_config import StandaloneConfig
 from tests.runtime.fakes import (
@@ -105,6 +105,15 @@ def test_stop_removes_the_tasks_and_delete_forgets_the_connector(herder):
     assert herder.connectors() == []
     with pytest.raises(NotFoundError):
         herder.connector_status("src")
+
+
+def test_restarting_a_task_id_the_connector_does_not_have_is_not_found_and_starts_nothing(herder):
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    herder.status.await_task(TASK, State.RUNNING)
+    for task in (ConnectorTaskId("src", 1), ConnectorTaskId("src", -1)):
+        with pytest.raises(NotFoundError, match=f"Task {task} not found"):
+            herder.restart_task(task)
+    assert herder.worker.task_ids("src") == [TASK]
 
 
 def test_status_entries_carry_the_plugin_version_as_kafka_connect_4_1_reports(herder):

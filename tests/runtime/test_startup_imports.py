@@ -63,7 +63,9 @@ def test_a_file_pipeline_worker_starts_without_unused_heavy_libraries(tmp_path: 
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
-    assert "flask" in loaded and "plugins.redis" in loaded  # it did start its REST API and discover every plugin
+    # it did start its REST API; whether it imported every plugin module depends on the plugin index (a current
+    # index means no plugin is imported until used), so that is not asked here
+    assert "flask" in loaded
     heavy = sorted(name for name in loaded if name in _NOT_AT_START or name.split(".")[0] in _NOT_AT_START)
     assert heavy == [], f"imported at start-up though nothing running uses them: {heavy}"
 

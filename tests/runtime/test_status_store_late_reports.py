@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from connect.runtime.distributed.status_backing_store import KafkaStatusBackingStore
 from connect.runtime.herder import ConnectorTaskId, State
+from connect.runtime.storage.status_backing_store import KafkaStatusBackingStore
 from tests.runtime.fakes import MemoryBackend
 
 

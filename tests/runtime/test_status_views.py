@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from connect.runtime.config_store import ConfigTopicStore
 from connect.runtime.herder import ConnectorTaskId, NotFoundError, State
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
 from connect.runtime.standalone import StandaloneHerder
 from connect.runtime.status_views import StatusViews
+from connect.runtime.storage.config_store import ConfigTopicStore
 from connect.runtime.worker import Worker
 from connect.runtime.worker_config import StandaloneConfig
 from tests.runtime.fakes import FakeClock, MemoryBackend, MemoryOffsetStore, RecordingStatus, append, registry
@@ -203,7 +203,7 @@ def test_the_listing_gathers_every_body_at_once_and_each_equals_its_own(herder):
 
 def test_statuses_read_from_the_status_topic_move_the_version_too():
     """A distributed worker learns other workers' states from the status topic, not through put_task."""
-    from connect.runtime.distributed.status_backing_store import KafkaStatusBackingStore
+    from connect.runtime.storage.status_backing_store import KafkaStatusBackingStore
 
     store = KafkaStatusBackingStore(MemoryBackend(), "connect-status", "w1:8083")
     running = b'{"state": "RUNNING", "trace": null, "worker_id": "w2:8083", "generation": 1}'
@@ -262,7 +262,7 @@ def test_a_paused_sinks_body_shows_its_lag_growing_though_its_counters_stand_sti
 def test_the_counters_are_read_after_the_states_so_a_failed_task_shows_its_failed_record(herder, monkeypatch):
     # A task counts a bad record, then reports FAILED. A status read in the other order could show FAILED with
     # the counters from before the record (CI saw records_failed=0 beside FAILED once).
-    from connect.runtime.status import Status
+    from connect.runtime.herder import Status
 
     herder.put_connector_config("sink", SINK, allow_replace=False)
     tid = ConnectorTaskId("sink", 0)

@@ -11,7 +11,7 @@ from connect.api.errors import ConnectException, RetriableException
 from connect.log.api import LogError
 from connect.runtime.herder import State, TargetState
 from connect.runtime.offset_committer import SourceTaskOffsetCommitter
-from connect.runtime.offsets import offset_key
+from connect.runtime.storage.offsets import offset_key
 from tests.runtime.fakes import (
     PARTITION,
     WAIT,

@@ -8,9 +8,9 @@ import pytest
 
 from connect.log import open_log_backend
 from connect.runtime.herder import ConnectorTaskId, State, TargetState
-from connect.runtime.offsets import FileOffsetStore
 from connect.runtime.plugins import PluginRegistry
-from connect.runtime.status import StatusStore
+from connect.runtime.storage.offsets import FileOffsetStore
+from connect.runtime.storage.status import StatusStore
 from connect.runtime.worker import Worker
 from connect.runtime.worker_config import StandaloneConfig
 

@@ -12,8 +12,8 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Iterable
 
-from connect.runtime.config_store import ConfigSnapshot
 from connect.runtime.herder import ConnectorTaskId, TargetState
+from connect.runtime.storage.config_store import ConfigSnapshot
 from connect.runtime.worker import Worker
 
 __all__ = ["AssignedWork"]

@@ -6,13 +6,12 @@ topic; REST threads read its state and hand it work through ``on_tick_thread``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -21,24 +20,24 @@ import httpx
 
 from connect.api.errors import ConnectException
 from connect.log.api import LogError
+from connect.runtime.abstract_herder import stored
 from connect.runtime.clock import SYSTEM_CLOCK, Clock
-from connect.runtime.config_store import ConfigSnapshot, ConfigWriteError, RecordTooLargeError
 from connect.runtime.distributed.assigned_work import AssignedWork
 from connect.runtime.distributed.protocol import NO_ERROR, Assignment
-from connect.runtime.distributed.session_key import SessionKey
 from connect.runtime.herder import (
     NO_LEADER_MESSAGE,
     ConflictError,
     ConnectorTaskId,
     HerderError,
     NotFoundError,
-    PayloadTooLargeError,
     State,
     TargetState,
 )
+from connect.runtime.session_key import SessionKey
+from connect.runtime.storage.config_store import ConfigSnapshot
 from connect.runtime.worker import Worker
 
-__all__ = ["ClusterWork", "stored"]
+__all__ = ["ClusterWork"]
 
 log = logging.getLogger(__name__)
 
@@ -566,14 +565,3 @@ class ClusterWork:
         self._session_key = new
         log.info("Wrote a new session key (valid %d ms)", self._key_ttl_ms)
 
-
-
-@contextlib.contextmanager
-def stored(what: str) -> Iterator[None]:
-    """Config-topic write failures as the herder answers them: 413 for a record too large, else 500."""
-    try:
-        yield
-    except RecordTooLargeError as exc:
-        raise PayloadTooLargeError(f"{what} not stored: {exc}") from None
-    except ConfigWriteError as exc:
-        raise HerderError(f"{what} not stored: {exc}") from None

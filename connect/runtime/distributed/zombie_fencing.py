@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 import httpx
 
-from connect.runtime.herder import BadRequestError, ConflictError, ConnectorTaskId, HerderError, NotFoundError
+from connect.runtime.herder import BadRequestError, ConnectorTaskId, HerderError, NotFoundError
 
 __all__ = ["ZombieFencing"]
 
@@ -116,7 +116,7 @@ class ZombieFencing:
                                       headers=headers)
         except httpx.TransportError as exc:
             raise _LeaderUnavailable(f"the leader at {leader} could not be reached ({exc})") from exc
-        if response.status_code == ConflictError.status or response.status_code >= 500:
+        if response.status_code == httpx.codes.CONFLICT or response.status_code >= 500:
             # 409: a rebalance is under way or that worker leads no more; 5xx: it could not do it this time
             raise _LeaderUnavailable(f"the leader at {leader} answered {response.status_code}: "
                                      f"{response.text[:200]}")

@@ -19,16 +19,16 @@ from typing import Any, Protocol
 
 from connect.log.api import ClientStats, LogBackend, LogError
 from connect.runtime.config_encryption import ConfigEncryption
-from connect.runtime.config_store import (
+from connect.runtime.herder import ConnectorTaskId, TargetState
+from connect.runtime.session_key import SessionKey
+from connect.runtime.storage.config_store import (
     CLUSTER_KEY,
     ConfigRecordCodec,
     ConfigSnapshot,
     ConfigWriteError,
     RecordTooLargeError,
 )
-from connect.runtime.distributed.kafka_based_log import KafkaBasedLog, ensure_internal_topic
-from connect.runtime.distributed.session_key import SessionKey
-from connect.runtime.herder import ConnectorTaskId, TargetState
+from connect.runtime.storage.kafka_based_log import KafkaBasedLog, ensure_internal_topic
 
 __all__ = ["ConfigUpdateListener", "KafkaConfigBackingStore"]
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 
 from connect.log.api import ClientStats, LogBackend, LogError
 from connect.log.key_partition import partition_for_key
-from connect.runtime.distributed.kafka_based_log import KafkaBasedLog, ensure_internal_topic
-from connect.runtime.offsets import OffsetStore, offset_key
+from connect.runtime.storage.kafka_based_log import KafkaBasedLog, ensure_internal_topic
+from connect.runtime.storage.offsets import OffsetStore, offset_key
 
 __all__ = ["KafkaOffsetStore", "offset_partition"]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from connect.api.connector import OffsetStorageReader
 from connect.log.api import LogBackend
-from connect.runtime.distributed.offset_backing_store import KafkaOffsetStore
-from connect.runtime.offsets import OffsetStore
+from connect.runtime.storage.offset_backing_store import KafkaOffsetStore
+from connect.runtime.storage.offsets import OffsetStore
 
 __all__ = ["LayeredOffsetReader", "OffsetTopics"]
 

@@ -4,7 +4,8 @@ Keys and values use Kafka Connect's formats (the offset topic's): the key is
 the JSON text of ``["<connector>", {source partition}]`` and the value the
 JSON text of the offset map; a None value is a reset. ``FileOffsetStore``
 keeps them in ``offset.storage.file.filename`` for standalone workers, and
-``TopicOffsetStore`` in a compacted topic for distributed ones.
+``KafkaOffsetStore`` (``offset_backing_store``) in a compacted topic for
+distributed ones.
 """
 
 from __future__ import annotations

@@ -1,32 +1,20 @@
-"""Connector and task status, as the herder reports it."""
+"""The statuses of connectors and tasks, kept in memory (standalone mode; distributed mode's store extends it).
+
+The ``Status`` value itself belongs to the herder interface (``connect.runtime.herder``), which REST reads.
+"""
 
 from __future__ import annotations
 
 import itertools
 import threading
-import traceback
 from collections.abc import Callable, Mapping
 
 import attrs
 
 from connect.log.api import ClientStats
-from connect.runtime.herder import ConnectorTaskId, State
+from connect.runtime.herder import ConnectorTaskId, Status
 
-__all__ = ["StatusStore", "Status", "format_trace"]
-
-
-def format_trace(error: BaseException) -> str:
-    return "".join(traceback.format_exception(error)).rstrip()
-
-
-@attrs.frozen
-class Status:
-    """The reported state of a connector or of a task: where it runs and, when FAILED, why."""
-
-    state: State
-    worker_id: str
-    trace: str | None = None
-    generation: int = 0
+__all__ = ["StatusListener", "StatusStore"]
 
 
 StatusListener = Callable[[str, ConnectorTaskId | None, Status | None], None]

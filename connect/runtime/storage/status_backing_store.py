@@ -17,9 +17,9 @@ import threading
 import time
 
 from connect.log.api import ClientStats, LogBackend, LogError
-from connect.runtime.distributed.kafka_based_log import KafkaBasedLog, ensure_internal_topic
-from connect.runtime.herder import ConnectorTaskId, State
-from connect.runtime.status import Status, StatusStore
+from connect.runtime.herder import ConnectorTaskId, State, Status
+from connect.runtime.storage.kafka_based_log import KafkaBasedLog, ensure_internal_topic
+from connect.runtime.storage.status import StatusStore
 
 __all__ = ["KafkaStatusBackingStore"]
 
