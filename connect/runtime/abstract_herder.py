@@ -454,7 +454,7 @@ class AbstractHerder(Herder):
     def connector_status(self, name: str) -> ConnectorStateInfo:
         config, count = self._config_and_task_count(name)
         metrics = ((lambda: self.worker.connector_task_metrics(name)) if self.worker_counts_in_status else None)
-        return self.build_status(name, config, count, metrics, self.worker.backend.health_problem())
+        return self.build_status(name, config, count, metrics, self.worker.log_problem())
 
     def connector_status_body(self, name: str) -> dict[str, Any]:
         try:
@@ -464,14 +464,14 @@ class AbstractHerder(Herder):
             raise
         # without this worker's counters in the body, its task signatures (which key the body on them) are left out
         signatures = self.worker.connector_task_signatures(name) if self.worker_counts_in_status else ()
-        return self.status_body(name, config, count, signatures, self.worker.backend.health_problem())
+        return self.status_body(name, config, count, signatures, self.worker.log_problem())
 
     def status_changes(self) -> Hashable:
-        return self.listing_token(self._snapshot(), self.worker.backend.health_problem())
+        return self.listing_token(self._snapshot(), self.worker.log_problem())
 
     def connector_status_bodies(self, fresh: bool = False) -> dict[str, dict[str, Any]]:
         signatures = self.worker.task_signatures if self.worker_counts_in_status else dict
-        return self.status_listing(self._snapshot(), signatures, self.worker.backend.health_problem(), fresh)
+        return self.status_listing(self._snapshot(), signatures, self.worker.log_problem(), fresh)
 
     def task_status(self, task: ConnectorTaskId) -> TaskState:
         for t in self.connector_status(task.connector).tasks:

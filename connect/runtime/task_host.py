@@ -176,6 +176,8 @@ class TaskHost:
         self._snapshot_lock = threading.Lock()
         self._snapshots: dict[ConnectorTaskId, dict[str, Any]] = {}
         self._snapshots_at = float("-inf")
+        self._health: str | None = None
+        self._health_at = float("-inf")
         # the host's group members, by the key the host knows them by: (coordinator, wake-up, member id, log dir)
         self._members: dict[int, tuple[GroupCoordinator, _RemoteWake, int, str]] = {}
         self._next_member_key = 0
@@ -184,7 +186,9 @@ class TaskHost:
             self.process = subprocess.Popen(
                 [sys.executable, "-P", "-m", "connect.runtime.task_host_process", "--fd", str(child.fileno()),
                  "--index", str(index)],
-                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, close_fds=True)
+                # a session of its own: a Ctrl-C or a signal to the worker's process group is the worker's to act
+                # on (it stops its tasks, then its hosts); a host that got it first would die under running tasks
+                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, close_fds=True, start_new_session=True)
         except BaseException:
             parent.close()
             raise
@@ -221,6 +225,19 @@ class TaskHost:
                     log.debug("Counters of task host %d not read: %s", self.index, exc)
                 self._snapshots_at = time.monotonic()
             return self._snapshots.get(task_id)
+
+    def log_problem(self) -> str | None:
+        """The host's answer to "is the log reachable" (its backend's health), asked at most every
+        SNAPSHOT_MAX_AGE_S * 10; None when the host cannot say (busy, gone)."""
+        with self._snapshot_lock:
+            if time.monotonic() - self._health_at >= SNAPSHOT_MAX_AGE_S * 10:
+                try:
+                    self._health = self.channel.call("health", timeout=SNAPSHOT_TIMEOUT_S)
+                except (ChannelClosed, TimeoutError) as exc:
+                    log.debug("Log health of task host %d not read: %s", self.index, exc)
+                    self._health = None
+                self._health_at = time.monotonic()
+            return self._health
 
     @property
     def load(self) -> int:
@@ -452,6 +469,10 @@ class TaskHostPool:
                 raise
             self._hosts.append(host)
             return host
+
+    def log_problem(self) -> str | None:
+        """The first problem with the log a host's clients see (the hosts' tasks are what reads and writes)."""
+        return next((p for p in (h.log_problem() for h in self.hosts() if h.alive) if p is not None), None)
 
     def hosts(self) -> list[TaskHost]:
         with self._lock:

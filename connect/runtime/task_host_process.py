@@ -210,6 +210,8 @@ class TaskHostProcess:
     def _handle(self, method: str, args: dict[str, Any]) -> Any:
         if method == "snapshots":
             return self._snapshots()
+        if method == "health":
+            return self.backend.health_problem() if self.backend is not None else None
         if method == "group.wake":
             self.groups.wake(int(args["member"]))
             return None

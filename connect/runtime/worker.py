@@ -581,6 +581,14 @@ class Worker:
                         for tp, off in offsets.items() if tp in ends}
         return out
 
+    def log_problem(self) -> str | None:
+        """None while the log is reachable, as this worker's clients and its task hosts' see it; else one line on
+        what is wrong (shown in the statuses of RUNNING tasks)."""
+        problem = self.backend.health_problem()
+        if problem is None and self.task_hosts is not None:
+            problem = self.task_hosts.log_problem()
+        return problem
+
     def connector_names(self) -> list[str]:
         with self._lock:
             return sorted(self._connectors)
