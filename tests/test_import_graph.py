@@ -19,14 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("connect", "plugins", "rest", "spark_sinks", "services")
 
 # Each entry: the modules of one cycle, and why it is still there. Remove an entry once its cycle is gone.
-ALLOWED_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"connect.log.kafka.backend", "connect.log.kafka.range_reader"}):
-        "range_reader names KafkaBackend in annotations only (under TYPE_CHECKING); the reader could take "
-        "a narrower protocol of what it uses of the backend",
-    frozenset({"connect.runtime.dead_letter_queue", "connect.runtime.error_handler"}):
-        "error_handler names DeadLetterQueueReporter in annotations only (under TYPE_CHECKING); Failure and "
-        "ErrorMetrics could move to a module both import",
-}
+ALLOWED_CYCLES: dict[frozenset[str], str] = {}
 
 
 def _graph() -> grimp.ImportGraph:

@@ -42,7 +42,7 @@ from typing import Any
 
 from connect.api.errors import ConnectException
 from connect.log.api import LogError, Producer, record_bytes
-from connect.runtime.error_handler import ErrorMetrics, Failure
+from connect.runtime.failure import ErrorMetrics, Failure
 
 __all__ = ["ERROR_HEADER_PREFIX", "DeadLetterQueueReporter", "source_record_document"]
 

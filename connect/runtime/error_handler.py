@@ -15,15 +15,11 @@ The dead-letter queue itself is in ``connect/runtime/dead_letter_queue.py``.
 
 from __future__ import annotations
 
-import enum
 import logging
-import operator
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
-
-import attrs
 
 from connect.api.connector import ErrantRecordReporter
 from connect.api.errors import ConnectException, RetriableException
@@ -31,6 +27,7 @@ from connect.api.records import SinkRecord
 from connect.log.api import ConsumerRecord
 from connect.runtime.clock import SYSTEM_CLOCK, Clock
 from connect.runtime.connector_config import ConnectorConfig
+from connect.runtime.failure import ErrorMetrics, Failure, Stage
 
 if TYPE_CHECKING:
     from connect.runtime.dead_letter_queue import DeadLetterQueueReporter
@@ -42,56 +39,12 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class Stage(enum.Enum):
-    KEY_CONVERTER = "KEY_CONVERTER"
-    VALUE_CONVERTER = "VALUE_CONVERTER"
-    HEADER_CONVERTER = "HEADER_CONVERTER"
-    TRANSFORMATION = "TRANSFORMATION"
-    TASK_PUT = "TASK_PUT"
-    TASK_POLL = "TASK_POLL"
-    KAFKA_PRODUCE = "KAFKA_PRODUCE"
-    KAFKA_CONSUME = "KAFKA_CONSUME"
-
-
 class ToleranceExceededError(ConnectException):
     """A record failed and ``errors.tolerance`` does not allow skipping it."""
 
 
 class TaskStoppingError(ConnectException):
     """The task was asked to stop while an operation was being retried; nothing was skipped."""
-
-
-@attrs.define
-class ErrorMetrics:
-    """Per-task counters, shown in logs and in task status."""
-
-    records_failed: int = 0
-    records_skipped: int = 0
-    retries: int = 0
-    errors_logged: int = 0
-    dlq_produce_requests: int = 0
-    dlq_produce_failures: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return {f: getattr(self, f) for f in _METRIC_FIELDS}
-
-    def signature(self) -> tuple[int, ...]:
-        """The values of ``as_dict()`` in order, read in one C call (status listings read it often)."""
-        return _read_metric_fields(self)  # type: ignore[no-any-return]
-
-
-_METRIC_FIELDS = tuple(f.name for f in attrs.fields(ErrorMetrics))
-_read_metric_fields = operator.attrgetter(*_METRIC_FIELDS)
-
-
-@attrs.frozen
-class Failure:
-    stage: Stage
-    plugin_class: str
-    error: BaseException
-    # what failed: the consumed record (sinks) or the source record (sources)
-    consumed: ConsumerRecord | None = None
-    source_record: Any = None
 
 
 class ErrorHandler:

@@ -7,13 +7,18 @@ import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from connect.api.topic_partition import TopicPartition
-from connect.log.api import FetchedBatch, LogReader, RecordRange, RetriableLogError, UnknownTopicError
-
-if TYPE_CHECKING:
-    from connect.log.kafka.backend import KafkaBackend
+from connect.log.api import (
+    FetchedBatch,
+    LogReader,
+    RecordRange,
+    RetriableLogError,
+    UnknownTopicError,
+)
+from connect.log.kafka.admin import KafkaAdmin
+from connect.log.kafka.consumer import KafkaConsumer
 
 __all__ = ["KafkaLogReader"]
 
@@ -22,11 +27,21 @@ log = logging.getLogger("connect.log.kafka")
 _MAX_RECORDS_PER_POLL = 10000
 
 
+class KafkaClients(Protocol):
+    """What the reader uses of a KafkaBackend (which makes readers itself, so it is named by its use here)."""
+
+    def admin(self, config: Mapping[str, Any] | None = None) -> KafkaAdmin: ...
+
+    def consumer(self, group_id: str | None = None, config: Mapping[str, Any] | None = None) -> KafkaConsumer: ...
+
+    def close(self) -> None: ...
+
+
 class KafkaLogReader(LogReader):
     """Reads with a consumer of no group (nothing joined, nothing committed); ``read_timeout`` bounds how long
     a read waits for records the log end says are there."""
 
-    def __init__(self, backend: KafkaBackend, owns_backend: bool = False, read_timeout: float = 30.0,
+    def __init__(self, backend: KafkaClients, owns_backend: bool = False, read_timeout: float = 30.0,
                  read_committed: bool = False) -> None:
         self._backend = backend
         self._owns_backend = owns_backend
