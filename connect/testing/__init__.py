@@ -22,7 +22,7 @@ from connect.testing.memory_log import (
     MemoryReader,
 )
 from connect.testing.offsets import MemoryOffsetStore
-from connect.testing.tasks import SinkTaskRun, run_sink_task, run_source_task, sink_records
+from connect.testing.tasks import RecordingReporter, SinkTaskRun, run_sink_task, run_source_task, sink_records
 from connect.testing.worker import DEFAULT_TIMEOUT, InProcessWorker, wait_until
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "MemoryOffsetStore",
     "MemoryProducer",
     "MemoryReader",
+    "RecordingReporter",
     "SinkTaskRun",
     "run_sink_task",
     "run_source_task",

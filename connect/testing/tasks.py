@@ -32,7 +32,7 @@ from connect.api.records import SinkRecord, SourceRecord, SourceRecordBatch
 from connect.api.schema import Schema
 from connect.api.topic_partition import TopicPartition
 
-__all__ = ["SinkTaskRun", "run_sink_task", "run_source_task", "sink_records"]
+__all__ = ["RecordingReporter", "SinkTaskRun", "run_sink_task", "run_source_task", "sink_records"]
 
 
 def _partition_key(partition: Mapping[str, Any]) -> str:
@@ -105,7 +105,10 @@ class SinkTaskRun:
     """The records the task reported through ``errant_record_reporter()``, with the reason, in order."""
 
 
-class _Reporter(ErrantRecordReporter):
+class RecordingReporter(ErrantRecordReporter):
+    """An errant record reporter that keeps what a sink task reports (``reported``: record and reason, in
+    order), as the worker's would hand it to the dead letter queue; its futures are done at once."""
+
     def __init__(self) -> None:
         self.reported: list[tuple[SinkRecord, BaseException]] = []
 
@@ -120,7 +123,7 @@ class _SinkContext(SinkTaskContext):
     def __init__(self, config: Mapping[str, str], partitions: Collection[TopicPartition]) -> None:
         self._config = config
         self._partitions = set(partitions)
-        self.reporter = _Reporter()
+        self.reporter = RecordingReporter()
 
     def configs(self) -> Mapping[str, str]:
         return self._config

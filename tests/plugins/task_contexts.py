@@ -3,31 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from concurrent.futures import Future
 from typing import Any
 
 from connect.api import (
     ConfigValue,
     ErrantRecordReporter,
     OffsetStorageReader,
-    SinkRecord,
     SinkTaskContext,
     SourceTaskContext,
     TopicPartition,
 )
+from connect.testing import RecordingReporter
 
-
-class Reporter(ErrantRecordReporter):
-    """Keeps what a sink task reports, as the worker's reporter would hand it to the DLQ."""
-
-    def __init__(self) -> None:
-        self.reported: list[tuple[SinkRecord, BaseException]] = []
-
-    def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
-        self.reported.append((record, error))
-        done: Future[None] = Future()
-        done.set_result(None)
-        return done
+Reporter = RecordingReporter  # the name these tests have used for it
 
 
 class SinkContext(SinkTaskContext):
