@@ -66,6 +66,20 @@ def frozen(broker: KafkaService) -> Iterator[_Frozen]:
         yield f
     finally:
         f.thaw()
+        _leading_again(broker)
+
+
+def _leading_again(broker: KafkaService) -> None:
+    """The next test gets a broker that takes writes. A broker stopped for longer than its session is fenced by
+    its own controller, and after the SIGCONT it usually registers and leads again within seconds; once in a
+    while (seen in three CI runs) it did not within two minutes, and the next test's set-up failed. Then it is
+    restarted: what these tests measure is the commit's bound, not a KRaft node's recovery from SIGSTOP."""
+    probe = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers, "message.timeout.ms": 30000})
+    probe.produce("commit-bounds-probe", b"probe")
+    if probe.flush(35) == 0:
+        return
+    broker.stop()
+    broker.start()
 
 
 def _produce(servers: str, topic: str, count: int) -> None:
