@@ -35,7 +35,6 @@ UNEXPLAINED_BEFORE = {
     "connect/runtime/connector_validation.py": 4,
     "connect/runtime/dead_letter_queue.py": 1,
     "connect/runtime/distributed/coordinator.py": 1,
-    "connect/runtime/error_handler.py": 1,
     "connect/runtime/sink_task.py": 1,
     "connect/runtime/source_task.py": 2,
     "connect/runtime/storage/config_store.py": 1,

@@ -45,7 +45,7 @@ class ErrorMetrics:
 
     def signature(self) -> tuple[int, ...]:
         """The values of ``as_dict()`` in order, read in one C call (status listings read it often)."""
-        return _read_metric_fields(self)  # type: ignore[no-any-return]
+        return _read_metric_fields(self)  # type: ignore[no-any-return]  # attrgetter of several names is typed as returning Any
 
 
 _METRIC_FIELDS = tuple(f.name for f in attrs.fields(ErrorMetrics))
