@@ -61,7 +61,6 @@ class RemoteWorkerTask:
         self.run = run  # which start of the task this is: a restart's stop and start may overlap on one host
         self.host = host
         self.kind = kind  # "source" or "sink"
-        self.is_sink = kind == "sink"
         self._start_args = {"connector_config": dict(connector_config), "task_config": dict(task_config),
                             "target": target.value}
         self._target = target
@@ -70,6 +69,10 @@ class RemoteWorkerTask:
         self._snapshot: dict[str, Any] = {"metrics": {}, "signature": [], "committed": [], "clients": [],
                                           "offset_commits": 0}
         self._snapshot_lock = threading.Lock()
+
+    @property
+    def is_sink(self) -> bool:
+        return self.kind == "sink"
 
     # --- lifecycle ---------------------------------------------------------------------------------------
     def start(self) -> None:
