@@ -44,7 +44,31 @@ class TreeUsage:
                 pass
         return sum(self.cpu.values())
 
+    def pss_mb(self) -> float:
+        """The tree's proportional set size now, in MiB (/proc/<pid>/smaps_rollup): each page shared by k
+        processes counts 1/k in each, so the sum is the memory the tree holds, a forked child's shared pages
+        once. A point in time: callers sample it for a peak."""
+        total_kb = 0
+        for p in tree(self.pid):
+            try:
+                for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                    if line.startswith("Pss:"):
+                        total_kb += int(line.split()[1])
+                        break
+            except (OSError, IndexError, ValueError):
+                pass
+        return total_kb / 1024
+
     @property
     def peak_rss_mb(self) -> float:
         """The sum of each process's peak resident set (VmHWM), in MiB: pages a forked child shares count twice."""
         return sum(self.hwm_kb.values()) / 1024
+
+
+def machine_cpu_seconds() -> float:
+    """CPU seconds every core of the machine has spent busy since boot (/proc/stat: user, nice, system, irq,
+    softirq, steal): beside a tree's figure, what else the cores did (the kernel writing files back, the
+    benchmark itself, other processes)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / TreeUsage.TICK

@@ -147,6 +147,7 @@ class Result:
     steady: float  # first sink line to last
     cpu: float  # worker (and REST front) CPU seconds, spawn to last line
     rss_mib: float = 0.0  # peak RSS of the worker's process tree
+    pss_mib: float = 0.0  # peak of the tree's summed PSS, sampled every 0.25 s
 
 
 
@@ -178,7 +179,11 @@ def pipeline(work: Path, src: Path, lines: int, variant: Variant, extra: list[st
         proc = subprocess.Popen(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         first = None
+        usage = TreeUsage(proc.pid)
+        pss, pss_at = 0.0, 0.0
         while True:
+            if time.perf_counter() - pss_at >= 0.25:
+                pss, pss_at = max(pss, usage.pss_mb()), time.perf_counter()
             n = _count_lines(sink)
             if first is None and n > 0:
                 first = time.perf_counter()
@@ -188,13 +193,13 @@ def pipeline(work: Path, src: Path, lines: int, variant: Variant, extra: list[st
                 raise SystemExit("worker exited early:\n" + (work / "worker.log").read_text()[-3000:])
             time.sleep(0.05)
         done = time.perf_counter()
-        usage = TreeUsage(proc.pid)
         cpu = usage.sample()
         rss = usage.peak_rss_mb
+        pss = max(pss, usage.pss_mb())
     finally:
         proc.terminate()  # SIGTERM: a clean stop, so cProfile writes its file
         proc.wait(60)
-    return Result(done - started, done - (first or started), cpu, rss)
+    return Result(done - started, done - (first or started), cpu, rss, pss)
 
 
 def checkout(rev: str, into: Path) -> Path:
@@ -227,19 +232,23 @@ def ab(work: Path, src: Path, lines: int, mb: float, other: Path, label: str, ro
         theirs.append(pipeline(work, src, lines, VARIANTS["shipped"], extra, tree=other))
     print(f"A/B, file -> embedded log -> file, {lines:,} lines ({mb:.1f} MB), each tree's shipped configs, "
           f"{rounds} interleaved round(s), medians")
-    print(f"{'tree':<22}{'first-to-last/s':>16}{'spawn-to-last s':>17}{'CPU s':>8}{'peak RSS MiB':>14}")
+    print("peak RSS: the sum of VmHWM over the worker's process tree (a page shared by forked processes counts in "
+          "each); peak PSS: the peak of the tree's summed proportional set size (each shared page once)")
+    print(f"{'tree':<22}{'first-to-last/s':>16}{'spawn-to-last s':>17}{'CPU s':>8}{'peak RSS MiB':>14}"
+          f"{'peak PSS MiB':>14}")
     rows = {"this tree": mine, label: theirs}
     med = {name: (statistics.median(lines / r.steady for r in rs), statistics.median(r.total for r in rs),
-                  statistics.median(r.cpu for r in rs), statistics.median(r.rss_mib for r in rs))
+                  statistics.median(r.cpu for r in rs), statistics.median(r.rss_mib for r in rs),
+                  statistics.median(r.pss_mib for r in rs))
            for name, rs in rows.items()}
-    for name, (rate, total, cpu, rss) in med.items():
-        print(f"{name:<22}{rate:>16,.0f}{total:>17.2f}{cpu:>8.2f}{rss:>14.1f}")
+    for name, (rate, total, cpu, rss, pss) in med.items():
+        print(f"{name:<22}{rate:>16,.0f}{total:>17.2f}{cpu:>8.2f}{rss:>14.1f}{pss:>14.1f}")
     a, b = med["this tree"], med[label]
     print(f"{'ratio this/other':<22}{a[0] / b[0]:>16.2f}{a[1] / b[1]:>17.2f}{a[2] / b[2]:>8.2f}{a[3] / b[3]:>14.2f}"
-          "   (throughput: higher is better; the others: lower is better)")
+          f"{a[4] / b[4]:>14.2f}   (throughput: higher is better; the others: lower is better)")
     for name, rs in rows.items():
         print(f"  {name} per round: " + " ".join(f"{lines / r.steady:,.0f}/s {r.total:.2f}s {r.cpu:.2f}cpu "
-                                                 f"{r.rss_mib:.0f}MiB" for r in rs))
+                                                 f"{r.rss_mib:.0f}/{r.pss_mib:.0f}MiB" for r in rs))
 
 
 def main() -> None:

@@ -43,7 +43,7 @@ from typing import BinaryIO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._configs import WORKER, Changes, Variant, free_port, write_shipped  # noqa: E402
-from bench._proc import TreeUsage, tree  # noqa: E402
+from bench._proc import TreeUsage, machine_cpu_seconds, tree  # noqa: E402
 
 SINK = "connect-file-sink.properties"
 TOPIC = "connect-test"  # the shipped sink's topics=
@@ -83,6 +83,7 @@ class Result:
     steady_lines: int  # lines written in that window
     steady_cpu: float
     hosts: int  # task host processes seen in the worker's tree
+    machine_cpu: float  # CPU seconds of the whole machine (every process and the kernel) over the first window
     duplicates: int  # lines written twice (a rebalance replaying what was not committed)
 
 
@@ -235,6 +236,7 @@ def run(work: Path, template: Path, records: int, tasks: int, mode: Variant, sta
     try:
         usage = TreeUsage(proc.pid)
         first = cpu_first = None
+        machine_first = 0.0
         steady: tuple[float, int, float] | None = None  # time, lines, CPU seconds
         hosts = events = 0
         seen, moved = 0, time.perf_counter()
@@ -247,7 +249,7 @@ def run(work: Path, template: Path, records: int, tasks: int, mode: Variant, sta
             if watch.lines > 0 and (first is None or steady is None):
                 cpu = usage.sample()  # only at the first line and after a rebalance: a sample costs ~2 ms of CPU
                 if first is None:
-                    first, cpu_first = now, cpu
+                    first, cpu_first, machine_first = now, cpu, machine_cpu_seconds()
                     hosts = _hosts_in(proc.pid)
                 steady = (now, watch.lines, cpu)
             if finished:
@@ -262,7 +264,7 @@ def run(work: Path, template: Path, records: int, tasks: int, mode: Variant, sta
                 raise SystemExit(f"the worker exited early (code {proc.returncode}):\n"
                                  + (work / "worker.log").read_text()[-3000:])
             time.sleep(0.02)
-        done, cpu_done = time.perf_counter(), usage.sample()
+        done, cpu_done, machine_done = time.perf_counter(), usage.sample(), machine_cpu_seconds()
         hosts = max(hosts, _hosts_in(proc.pid))
     finally:
         watch.close()
@@ -274,7 +276,7 @@ def run(work: Path, template: Path, records: int, tasks: int, mode: Variant, sta
         raise SystemExit(f"{missing:,} record(s) missing from the sink file (tasks.max={tasks}, {mode.label})")
     steady_at, steady_from, steady_cpu = steady
     return Result(done - first, cpu_done - cpu_first, done - steady_at, watch.lines - steady_from,
-                  cpu_done - steady_cpu, hosts, duplicates)
+                  cpu_done - steady_cpu, hosts, machine_done - machine_first, duplicates)
 
 
 def _steady_rate(r: Result) -> float:
@@ -301,7 +303,9 @@ def report(records: int, rounds: int, runs: dict[tuple[int, str], list[Result]])
         print(f"  {name} ({'headline' if name == 'hosts' else 'baseline'}): {mode.changes}")
     print("records/s, MB/s, cores: first sink line to last; steady: from the first line after the tasks' last "
           "partition assignment to the last")
-    print(f"{'tasks':>5}  {'task.processes':<16}{'hosts':>6}{'records/s':>11}{'MB/s':>7}{'cores':>7}"
+    print("machine: the cores the whole machine kept busy over the same window (the tree, the kernel's writeback, "
+          "this benchmark, anything else running)")
+    print(f"{'tasks':>5}  {'task.processes':<16}{'hosts':>6}{'records/s':>11}{'MB/s':>7}{'cores':>7}{'machine':>8}"
           f"{'vs 1 task':>10}{'steady/s':>11}{'cores':>7}{'vs 1 task':>10}   records/s per round")
     rates = {key: statistics.median(records / r.wall for r in rs) for key, rs in runs.items()}
     steady = {key: _median([_steady_rate(r) for r in rs]) for key, rs in runs.items()}
@@ -311,9 +315,10 @@ def report(records: int, rounds: int, runs: dict[tuple[int, str], list[Result]])
             rs = runs[(tasks, name)]
             rate, steady_rate = rates[(tasks, name)], steady[(tasks, name)]
             cores = statistics.median(r.cpu / r.wall for r in rs)
+            machine = statistics.median(r.machine_cpu / r.wall for r in rs)
             steady_cores = _median([_steady_cores(r) for r in rs])
             print(f"{tasks:>5}  {shown:<16}{max(r.hosts for r in rs):>6}{rate:>11,.0f}{rate * LINE_BYTES / 1e6:>7.1f}"
-                  f"{cores:>7.2f}{rate / rates[(1, name)]:>9.2f}x{steady_rate:>11,.0f}{steady_cores:>7.2f}"
+                  f"{cores:>7.2f}{machine:>8.2f}{rate / rates[(1, name)]:>9.2f}x{steady_rate:>11,.0f}{steady_cores:>7.2f}"
                   f"{steady_rate / steady[(1, name)]:>9.2f}x   " + " ".join(f"{records / r.wall:,.0f}" for r in rs))
     for name in MODES:
         per_round = [b.wall / a.wall for a, b in zip(runs[(2, name)], runs[(1, name)], strict=True)]

@@ -165,6 +165,37 @@ def test_max_records_positions_seek_and_pause(backend) -> None:
     producer.close()
 
 
+def test_a_large_batch_is_handed_out_in_polls_of_max_records_each_record_once(backend) -> None:
+    """A batch of 10,000 records (one append) polled 500 at a time, with a seek into its middle: each poll cuts
+    where the last one ended, and a seek drops what was cut."""
+    tp = TopicPartition("big", 0)
+    backend.admin().create_topic(NewTopic("big", 1))
+    producer = backend.producer()
+    values = [b"v%05d" % i for i in range(10_000)]
+    producer.send_batch("big", 0, values, keys=[b"k%d" % (i % 7) for i in range(10_000)])
+    producer.flush()
+    consumer = backend.consumer(None, EARLIEST)
+    consumer.assign([tp])
+    seen: list[int] = []
+    got_values: list[bytes] = []
+    while len(seen) < 5_000:
+        for fb in consumer.poll(1.0, 500):
+            assert len(fb) <= 500
+            seen.extend(fb.offsets)
+            got_values.extend(fb.values)
+            assert fb.keys == [b"k%d" % (o % 7) for o in fb.offsets]
+            assert consumer.position(tp) == fb.next_offset
+    assert seen == list(range(5_000)) and got_values == values[:5_000]
+    consumer.seek(tp, 7_250)
+    rest = drain(consumer, 2_750)
+    offsets = [o for fb in rest for o in fb.offsets]
+    assert offsets == list(range(7_250, 10_000))
+    assert [v for fb in rest for v in fb.values] == values[7_250:]
+    assert consumer.poll(0.05) == []
+    consumer.close()
+    producer.close()
+
+
 def test_offset_reset_latest_and_none(backend) -> None:
     tp = TopicPartition("t", 0)
     backend.admin().create_topic(NewTopic("t", 1))

@@ -300,6 +300,9 @@ def check_crc(buf: bytes | memoryview, pos: int, hdr: BatchHeader) -> bool:
     return crc32c.crc32c(view[pos : pos + _CRC_SPAN], crc) == hdr.crc
 
 
+_FIXED_CHUNK = 4096
+
+
 @lru_cache(maxsize=64)
 def _fixed_width(width: int, n: int) -> struct.Struct:
     # Equal-width values can be cut out by one C call instead of n slices.
@@ -311,9 +314,22 @@ def _slice_column(buf: bytes, start: int, lens: Sequence[int], has_nulls: bool) 
     n = len(lens)
     if not has_nulls:
         width = lens[0]
-        if 1 < n <= 4096 and lens.count(width) == n:
-            end = start + width * n
-            return list(_fixed_width(width, n).unpack_from(buf, start)), end
+        if n > 1 and lens.count(width) == n:
+            if n <= _FIXED_CHUNK:
+                return list(_fixed_width(width, n).unpack_from(buf, start)), start + width * n
+            # a large batch in pieces of one cached Struct: a Struct of n fields is a format string of n items
+            values: list[Any] = []
+            chunk = _fixed_width(width, _FIXED_CHUNK)
+            pos = start
+            whole, rest = divmod(n, _FIXED_CHUNK)
+            for _ in range(whole):
+                values.extend(chunk.unpack_from(buf, pos))
+                pos += width * _FIXED_CHUNK
+            if rest > 1:
+                values.extend(_fixed_width(width, rest).unpack_from(buf, pos))
+            elif rest == 1:
+                values.append(buf[pos:pos + width])
+            return values, start + width * n
         bounds = list(accumulate(lens, initial=start))
         return [buf[a:b] for a, b in pairwise(bounds)], bounds[-1]
     out: list[bytes | None] = []

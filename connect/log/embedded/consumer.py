@@ -63,7 +63,7 @@ _MAX_IDLE_WAIT_S = 0.025
 
 
 class _Partition:
-    __slots__ = ("buffer", "log", "origin", "paused", "position", "reader", "tp", "txn")
+    __slots__ = ("buffer", "log", "origin", "paused", "position", "reader", "taken", "tp", "txn")
 
     def __init__(self, tp: TopicPartition, committed_only: bool = False) -> None:
         self.tp = tp
@@ -74,27 +74,29 @@ class _Partition:
         self.origin = "reset"
         self.paused = False
         self.buffer: collections.deque[DecodedBatch] = collections.deque()
+        # how many records of buffer[0] were handed out already: a batch is cut where each poll ends without
+        # copying what is left of it (10,000 records taken 500 at a time copied 95,000 list items)
+        self.taken = 0
         self.txn = TransactionFilter(committed_only)
 
     def clear(self) -> None:
         """Drop what was read ahead (the position moved)."""
         self.buffer.clear()
+        self.taken = 0
         self.txn.reset()
 
 
-def _take(batch: DecodedBatch, k: int) -> tuple[DecodedBatch, DecodedBatch]:
-    """Split a batch after its first ``k`` records."""
+def _piece(batch: DecodedBatch, start: int, end: int) -> DecodedBatch:
+    """Records ``start`` to ``end`` (exclusive) of a batch; the last piece keeps the batch's last offset (which
+    compaction may have left past its last record)."""
+    if start == 0 and end == len(batch.offsets):
+        return batch
     hdrs = batch.headers
-    head = batch._replace(
-        offsets=batch.offsets[:k], timestamps=batch.timestamps[:k], keys=batch.keys[:k],
-        values=batch.values[:k], headers=hdrs[:k] if hdrs is not None else None,
-        last_offset=batch.offsets[k - 1],
+    return batch._replace(
+        offsets=batch.offsets[start:end], timestamps=batch.timestamps[start:end], keys=batch.keys[start:end],
+        values=batch.values[start:end], headers=hdrs[start:end] if hdrs is not None else None,
+        last_offset=batch.offsets[end - 1] if end < len(batch.offsets) else batch.last_offset,
     )
-    tail = batch._replace(
-        offsets=batch.offsets[k:], timestamps=batch.timestamps[k:], keys=batch.keys[k:],
-        values=batch.values[k:], headers=hdrs[k:] if hdrs is not None else None,
-    )
-    return head, tail
 
 
 def _to_fetched(tp: TopicPartition, pieces: list[DecodedBatch]) -> list[FetchedBatch]:
@@ -419,14 +421,16 @@ class EmbeddedConsumer(Consumer):
                 fetched += st.reader.bytes_read
                 self._bytes_read += st.reader.bytes_read
             batch = buffer[0]
-            n = len(batch.offsets)
-            if n <= budget:
+            start, size = st.taken, len(batch.offsets)
+            if size - start <= budget:
                 buffer.popleft()
-                pieces.append(batch)
+                st.taken = 0
+                pieces.append(_piece(batch, start, size))
                 st.position = batch.last_offset + 1
-                budget -= n
+                budget -= size - start
             else:
-                head, buffer[0] = _take(batch, budget)
+                head = _piece(batch, start, start + budget)
+                st.taken = start + budget
                 pieces.append(head)
                 st.position = head.last_offset + 1
                 budget = 0
