@@ -193,10 +193,14 @@ def check_sink(path: Path, records: int) -> tuple[int, int]:
 
 
 def _hosts_in(pid: int) -> int:
+    """Task hosts in the worker's tree: forked by its fork server (named ``task-host-N``) or, without one,
+    started as ``python -m connect.runtime.task_host_process``."""
     n = 0
     for p in tree(pid):
         try:
-            if HOST_MODULE.encode() in Path(f"/proc/{p}/cmdline").read_bytes():
+            comm = Path(f"/proc/{p}/comm").read_text().strip()
+            if (comm.startswith("task-host-") and comm != "task-host-fork"
+                    or HOST_MODULE.encode() in Path(f"/proc/{p}/cmdline").read_bytes()):
                 n += 1
         except OSError:
             pass

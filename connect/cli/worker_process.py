@@ -120,6 +120,8 @@ class WorkerProcess(abc.ABC):
         self._check_config(worker_config_path)
         signals.raise_if_requested()
         try:
+            # before the REST front's fork and Flask: the hosts need neither (the front is not a fork server's)
+            self._start_host_fork_server()
             if self.config.rest_separate_process and self.config.get_list("listeners"):
                 from rest.front_process import FrontLaunch
 
@@ -134,6 +136,9 @@ class WorkerProcess(abc.ABC):
             signals.raise_if_requested()
         except BaseException:
             self._close_front_launch()
+            from connect.runtime.host_forkserver import stop_fork_server
+
+            stop_fork_server()
             raise
 
     def _check_config(self, path: str) -> None:  # noqa: B027 - optional hook
@@ -247,6 +252,26 @@ class WorkerProcess(abc.ABC):
             return fail(fatal, EXIT_RUNTIME)
         return signals.exit_status(signum) if signum is not None else 0
 
+    def _start_host_fork_server(self) -> None:
+        """When tasks will run in task hosts: the fork server that forks them (connect.runtime.host_forkserver),
+        made now, while this process is one thread and has opened no log, socket or thread a host must not
+        inherit. The modules every host runs are imported first, once for the worker and all its hosts (the
+        worker imports them in start() anyway); what only the REST API uses (Flask) comes after the fork."""
+        from connect.runtime.task_host import default_task_processes
+
+        processes = self.config.task_processes
+        if (processes if processes >= 0 else default_task_processes()) == 0:
+            return
+        from connect.runtime import host_forkserver, task_host_process, worker  # noqa: F401
+
+        if self.config.uses_kafka:
+            import connect.log.kafka.backend  # noqa: F401
+        else:
+            import connect.log.embedded.backend  # noqa: F401
+
+        if host_forkserver.start_fork_server(_forked_host_main) is None:
+            log.debug("Task hosts start as new processes: this process runs threads already")
+
     def _arm_shutdown_watchdog(self) -> None:
         """A stop that hangs (a request handler or a thread that never returns: the REST server waits for its
         request threads without a bound, and they are not daemons) ends the process past its bound anyway."""
@@ -268,6 +293,19 @@ class WorkerProcess(abc.ABC):
             self.herder.stop()
         if self.backend is not None:
             self.backend.close()
+        from connect.runtime.host_forkserver import stop_fork_server
+
+        stop_fork_server()  # after the herder's stop, which stopped the hosts it forked
+
+
+def _forked_host_main(channel_fd: int, index: int) -> int:
+    """What a task host forked by the fork server runs: what ``python -P -m connect.runtime.task_host_process``
+    runs."""
+    from connect.runtime import task_host_process
+
+    # its lines name the logger as under ``python -m``
+    task_host_process.log = logging.getLogger("__main__")
+    return task_host_process.serve(channel_fd, index)
 
 
 def _exit_if_still_running(bound_s: float, mode: str) -> None:

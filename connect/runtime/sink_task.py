@@ -27,6 +27,7 @@ from connect.log.api import ClientStats, Consumer, ConsumerRecord, FetchedBatch,
 from connect.runtime.connector_config import SinkConnectorConfig
 from connect.runtime.control_priority import CONTROL_PRIORITY
 from connect.runtime.error_handler import ErrantRecordReporterImpl, Stage, TaskStoppingError
+from connect.runtime.subscribe_barrier import SUBSCRIBE_TOGETHER_WAIT
 from connect.runtime.worker_task import WorkerTask
 
 __all__ = ["WorkerSinkTask"]
@@ -122,8 +123,15 @@ class WorkerSinkTask(WorkerTask):
     def initialize_and_start(self) -> None:
         # a consumer that can be woken lets an idle task wait long; probing it wakes the first poll, harmlessly
         self._wakeable = self.consumer.wakeup()
-        self.task.initialize(self.context)
-        self.task.start(self.task_config)
+        try:
+            self.task.initialize(self.context)
+            self.task.start(self.task_config)
+        except BaseException:
+            if self.siblings is not None:
+                self.siblings.forget(self.id)
+            raise
+        if self.siblings is not None:
+            self.siblings.wait(self.id, self._stopping, SUBSCRIBE_TOGETHER_WAIT)
         topics = self.connector_config.topics
         regex = self.connector_config.topics_regex
         if regex:

@@ -21,6 +21,7 @@ fencing and offset topics are the worker's) and Spark streaming tasks stay in th
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -38,9 +39,11 @@ from connect.log.api import ClientStats
 from connect.log.embedded.coordinator import GroupCoordinator, local_coordinator
 from connect.log.embedded.signals import Waiter, signals_for
 from connect.runtime.herder import ConnectorTaskId, State, Status, TargetState
+from connect.runtime.host_forkserver import ForkedHost, ForkServerGone, fork_server
 from connect.runtime.plugins import PluginRegistry
 from connect.runtime.storage.offsets import OffsetStore
 from connect.runtime.storage.status import StatusStore
+from connect.runtime.subscribe_barrier import SiblingGate, SubscribeBarrier
 from connect.runtime.task_channel import ChannelClosed, TaskChannel
 from connect.runtime.worker_config import WorkerConfig
 
@@ -69,6 +72,7 @@ class RemoteWorkerTask:
         self._snapshot: dict[str, Any] = {"metrics": {}, "signature": [], "committed": [], "clients": [],
                                           "offset_commits": 0}
         self._snapshot_lock = threading.Lock()
+        self.siblings: SiblingGate | None = None  # set by the Worker for a sink task
 
     @property
     def is_sink(self) -> bool:
@@ -105,6 +109,8 @@ class RemoteWorkerTask:
 
     def ended(self, snapshot: dict[str, Any] | None = None) -> None:
         """The task's thread has ended; ``snapshot``: its final counters."""
+        if self.siblings is not None:
+            self.siblings.forget(self.id)
         if snapshot is not None:
             with self._snapshot_lock:
                 self._snapshot = snapshot
@@ -186,12 +192,7 @@ class TaskHost:
         self._next_member_key = 0
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-P", "-m", "connect.runtime.task_host_process", "--fd", str(child.fileno()),
-                 "--index", str(index)],
-                # a session of its own: a Ctrl-C or a signal to the worker's process group is the worker's to act
-                # on (it stops its tasks, then its hosts); a host that got it first would die under running tasks
-                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, close_fds=True, start_new_session=True)
+            self.process = _spawn(child, index)
         except BaseException:
             parent.close()
             raise
@@ -265,6 +266,15 @@ class TaskHost:
             if task is not None:
                 task.ended(args.get("snapshot"))
             return None
+        if method == "task.subscribing":
+            task = self._task(args)
+            # the siblings are this worker's SubscribeBarrier: a host's tasks run here only through this channel
+            if task is not None and isinstance(task.siblings, SubscribeBarrier):
+                if args.get("waits"):
+                    task.siblings.arrive(task.id, functools.partial(self._release, task.id))
+                else:
+                    task.siblings.forget(task.id)
+            return None
         if method == "offsets.put":
             self.pool.offset_store.put_raw(args["changes"])
             return None
@@ -322,6 +332,12 @@ class TaskHost:
             return None
         raise ValueError(f"unknown request {method!r}")
 
+    def _release(self, task_id: ConnectorTaskId) -> None:
+        try:
+            self.channel.notify("task.subscribe", **_task_args(task_id))
+        except ChannelClosed:
+            pass
+
     def _wake_member(self, key: int) -> None:
         try:
             self.channel.notify("group.wake", member=key)
@@ -376,6 +392,23 @@ class TaskHost:
             self.process.kill()
             self.process.wait()
         self.channel.close()
+
+
+def _spawn(channel: socket.socket, index: int) -> subprocess.Popen[bytes] | ForkedHost:
+    """Start host ``index`` on its end of the task channel: forked by the fork server when the worker has one
+    (connect.runtime.host_forkserver: the runtime is imported already), else a new interpreter."""
+    server = fork_server()
+    if server is not None:
+        try:
+            return server.spawn(channel, index)
+        except ForkServerGone as exc:
+            log.warning("Task host %d starts as a new process: %s", index, exc)
+    return subprocess.Popen(
+        [sys.executable, "-P", "-m", "connect.runtime.task_host_process", "--fd", str(channel.fileno()),
+         "--index", str(index)],
+        # a session of its own: a Ctrl-C or a signal to the worker's process group is the worker's to act on (it
+        # stops its tasks, then its hosts); a host that got it first would die under running tasks
+        pass_fds=(channel.fileno(),), stdin=subprocess.DEVNULL, close_fds=True, start_new_session=True)
 
 
 def _exit_text(code: int | None) -> str:

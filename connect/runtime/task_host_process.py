@@ -192,6 +192,46 @@ class _RemoteMembership:
         return claimed
 
 
+class RemoteSubscribeBarrier:
+    """The worker's SubscribeBarrier seen from a host: the worker expects the tasks it deals and tells each
+    when its siblings (in this host or another) are ready to subscribe too."""
+
+    def __init__(self, channel: TaskChannel) -> None:
+        self._channel = channel
+        self._lock = threading.Lock()
+        self._released: dict[ConnectorTaskId, threading.Event] = {}
+
+    def expect(self, task_id: ConnectorTaskId) -> None:
+        pass  # the worker expected it when it dealt it here
+
+    def forget(self, task_id: ConnectorTaskId) -> None:
+        try:
+            self._channel.notify("task.subscribing", connector=task_id.connector, task=task_id.task, waits=False)
+        except ChannelClosed:
+            pass
+
+    def wait(self, task_id: ConnectorTaskId, stopping: threading.Event, timeout: float) -> None:
+        released = threading.Event()
+        with self._lock:
+            self._released[task_id] = released
+        try:
+            self._channel.notify("task.subscribing", connector=task_id.connector, task=task_id.task, waits=True)
+            deadline = time.monotonic() + timeout
+            while not released.is_set() and not stopping.is_set() and (left := deadline - time.monotonic()) > 0:
+                released.wait(min(0.05, left))
+        except ChannelClosed:
+            pass
+        finally:
+            with self._lock:
+                self._released.pop(task_id, None)
+
+    def release(self, task_id: ConnectorTaskId) -> None:
+        with self._lock:
+            released = self._released.get(task_id)
+        if released is not None:
+            released.set()
+
+
 class TaskHostProcess:
     """This process: the channel's reader thread answers counters inline and queues the lifecycle, which the
     main thread carries out in order."""
@@ -201,6 +241,7 @@ class TaskHostProcess:
         self._control: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
         self.channel = TaskChannel(sock, self._handle, name=f"task-host-{index}-channel", on_close=self._closed)
         self.groups = RemoteGroups(self.channel)
+        self.siblings = RemoteSubscribeBarrier(self.channel)
         self.worker: Any = None
         self.backend: Any = None
         self._ready = threading.Event()
@@ -214,6 +255,9 @@ class TaskHostProcess:
             return self.backend.health_problem() if self.backend is not None else None
         if method == "group.wake":
             self.groups.wake(int(args["member"]))
+            return None
+        if method == "task.subscribe":
+            self.siblings.release(ConnectorTaskId(args["connector"], args["task"]))
             return None
         if method in ("init", "start", "stop", "cancel", "transition", "shutdown"):
             self._control.put((method, args))
@@ -269,6 +313,7 @@ class TaskHostProcess:
         use_group_provider(self.groups.membership)
         status = RemoteStatusStore(self.channel)
         worker = Worker(args["worker_id"], config, plugins, self.backend, RemoteOffsetStore(self.channel), status)
+        worker.subscribe_barrier = self.siblings
         # as in the worker: values resolved from config providers are blanked from log lines and status traces
         status.redact = worker.config_transformer.redact
         redacting = SecretRedactingFilter(worker.config_transformer)
@@ -347,14 +392,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fd", type=int, required=True)
     parser.add_argument("--index", type=int, required=True)
     args = parser.parse_args(argv)
+    return serve(args.fd, args.index)
+
+
+def serve(fd: int, index: int) -> int:
+    """Run host ``index`` on the task channel end ``fd`` until its worker stops it; the exit status. What a
+    host forked by the fork server (connect.runtime.host_forkserver) runs too."""
     # the worker decides when this process stops: a Ctrl-C meant for the worker's terminal is the worker's
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     from connect.logging_setup import configure_logging
 
-    configure_logging(tag=f"task-host-{args.index}")
-    sock = socket.socket(fileno=args.fd)
-    return TaskHostProcess(sock, args.index).run()
+    configure_logging(tag=f"task-host-{index}")
+    sock = socket.socket(fileno=fd)
+    return TaskHostProcess(sock, index).run()
 
 
 if __name__ == "__main__":

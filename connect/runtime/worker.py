@@ -60,6 +60,7 @@ from connect.runtime.storage.offset_topics import OffsetTopics
 from connect.runtime.storage.offsets import ConnectorOffsetReader, OffsetStore
 from connect.runtime.storage.status import StatusStore
 from connect.runtime.streaming_task import WorkerStreamingTask
+from connect.runtime.subscribe_barrier import SiblingGate, SubscribeBarrier
 from connect.runtime.transformation_chain import build_chain
 from connect.runtime.worker_config import WorkerConfig
 from connect.runtime.worker_task import TaskConverters, WorkerTask
@@ -142,6 +143,8 @@ class Worker:
         # the same tasks by connector: status calls ask per connector, and there may be many connectors
         self._connector_tasks: dict[str, dict[ConnectorTaskId, RunningTask]] = {}
         self.task_hosts = task_hosts
+        # the sink tasks started together subscribe together (a task host's worker forwards to its worker's)
+        self.subscribe_barrier: SiblingGate = SubscribeBarrier()
         # called with a task's id and WorkerTask when its thread has ended (a task host tells its worker so)
         self.task_exit_listener: Callable[[ConnectorTaskId, WorkerTask], None] | None = None
         self._admin = None
@@ -300,6 +303,10 @@ class Worker:
                 self.status.put_task(task_id, Status(State.FAILED, self.worker_id, format_trace(exc)))
                 return False
             self.startup_counts["task_startup_success"] += 1
+            if task.is_sink:
+                # before it starts: a sibling that reaches its subscribe first waits for it
+                self.subscribe_barrier.expect(task_id)
+                task.siblings = self.subscribe_barrier
             self._tasks[task_id] = task
             self._connector_tasks.setdefault(task_id.connector, {})[task_id] = task
             self.status.put_task(task_id, Status(State.UNASSIGNED, self.worker_id))
@@ -444,7 +451,8 @@ class Worker:
             tasks = [(tid, self._tasks.pop(tid)) for tid in task_ids if tid in self._tasks]
             for tid, _ in tasks:
                 self._connector_tasks.get(tid.connector, {}).pop(tid, None)
-        for _, task in tasks:
+        for tid, task in tasks:
+            self.subscribe_barrier.forget(tid)
             if not report:
                 task.cancel()
             task.stop()

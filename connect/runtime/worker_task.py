@@ -16,6 +16,7 @@ from connect.runtime.connector_config import ConnectorConfig
 from connect.runtime.error_handler import ErrorHandler, Stage, TaskStoppingError
 from connect.runtime.herder import ConnectorTaskId, State, Status, TargetState, format_trace
 from connect.runtime.storage.status import StatusStore
+from connect.runtime.subscribe_barrier import SiblingGate
 from connect.runtime.transformation_chain import TransformationChain
 from connect.runtime.worker_config import WorkerConfig
 
@@ -93,6 +94,8 @@ class WorkerTask(abc.ABC):
         self._last_summary: dict[str, int | float] | None = None
         self._thread = threading.Thread(target=self._run, name=f"task-{task_id}", daemon=True)
         self.on_exit: Callable[[], None] | None = None  # the last thing the task thread does
+        # a sink task's siblings started with it, which it waits for before it subscribes (set by the Worker)
+        self.siblings: SiblingGate | None = None
         self.offset_flush_interval = worker_config.offset_flush_interval_ms / 1000
         self.offset_flush_timeout = worker_config.offset_flush_timeout_ms / 1000
 

@@ -21,10 +21,17 @@ CPU_BOUND_SECONDS = 0.05 * IDLE_SECONDS
 
 
 def _cpu_seconds(pid: int) -> float:
-    """The worker's CPU time and its REST front process's."""
+    """The CPU time of the worker and of every process under it: its REST front, its task hosts and their fork
+    server (connect.runtime.host_forkserver), whose children the hosts are."""
     total = 0
-    for one in [pid, *map(int, Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]:
-        fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+    stack = [pid]
+    while stack:
+        one = stack.pop()
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+            stack.extend(map(int, Path(f"/proc/{one}/task/{one}/children").read_text().split()))
+        except OSError:
+            continue  # ended meanwhile
         total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
 

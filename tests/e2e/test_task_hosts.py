@@ -66,17 +66,28 @@ def _running(pid: int) -> bool:
     return stat is not None and stat[0] not in ("Z", "X")
 
 
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _is_host(pid: int) -> bool:
+    """A task host: forked by the worker's fork server (named task-host-N), or started as its own interpreter."""
+    return re.fullmatch(r"task-host-\d+", _comm(pid)) is not None or HOST_MODULE in _cmdline(pid)
+
+
 def _host_children(worker_pid: int) -> set[int]:
-    """The task host processes whose parent is ``worker_pid``."""
-    found = set()
+    """The task host processes of ``worker_pid``: its children, or its fork server's (connect.runtime.host_forkserver)."""
+    live = {}
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        pid = int(entry.name)
-        stat = _proc_stat(pid)
-        if stat is not None and stat[1] == worker_pid and stat[0] not in ("Z", "X") and HOST_MODULE in _cmdline(pid):
-            found.add(pid)
-    return found
+        if entry.name.isdigit():
+            stat = _proc_stat(int(entry.name))
+            if stat is not None and stat[0] not in ("Z", "X"):
+                live[int(entry.name)] = stat[1]
+    parents = {worker_pid} | {pid for pid, ppid in live.items() if ppid == worker_pid and _comm(pid) == "task-host-fork"}
+    return {pid for pid, ppid in live.items() if ppid in parents and _is_host(pid)}
 
 
 def _ready_hosts(log: str) -> list[tuple[int, int]]:

@@ -20,7 +20,9 @@ class Refused(WorkerProcess):
         self._fatal = None
         self._front_launch = None
         self.herder = self.rest = self.backend = self.schema_registry = None
-        self.config = types.SimpleNamespace(python_switch_interval_us=5000, task_shutdown_graceful_timeout_ms=5000)
+        # task.processes=0: no task hosts, and so no fork server for them (connect.runtime.host_forkserver)
+        self.config = types.SimpleNamespace(python_switch_interval_us=5000, task_shutdown_graceful_timeout_ms=5000,
+                                            task_processes=0)
 
     def start(self):
         raise PayloadTooLargeError("connector config of big not stored: too large")

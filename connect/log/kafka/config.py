@@ -219,6 +219,10 @@ CONSUMER_DEFAULTS: dict[str, str] = {
     # sink that drains the queue quickly then sits idle for most of each second. Java's consumer has
     # no such pause, so a short one keeps fetches flowing as they do there.
     "fetch.queue.backoff.ms": "10",
+    # Java's (and librdkafka's) 3 s: a member that joins a settled group waits for the others' next heartbeat,
+    # twice under the cooperative protocol, so a sink task whose consumer joined a moment after its
+    # sibling's sat idle for 6 s; a heartbeat a second costs the broker one small request per task
+    "heartbeat.interval.ms": "1000",
 }
 
 ADMIN_DEFAULTS: dict[str, str] = dict(_RECONNECT)
