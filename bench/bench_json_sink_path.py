@@ -11,7 +11,10 @@ of the benchmark's thread so that figures from a loaded machine compare:
 - sink:    ``FileStreamSinkTask.put`` of a SinkRecordBatch of the converted values (line formatting,
            encoding and the write to a file in a temp directory; no flush).
 
-The baseline runs the same bytes through ``StringConverter`` and puts the strings, so the JSON stages'
+JsonConverter gives a batch of objects of one key set as a ``MapColumns`` (connect/api/map_columns.py): the
+maps orjson read, whose columns are worked out when first asked for (by the first transform, or by the sink
+without transforms), so that work counts in that stage; the transforms and the sink then work a column at a
+time. The baseline runs the same bytes through ``StringConverter`` and puts the strings, so the JSON stages'
 cost can be read against it on a loaded machine. ``--transforms`` also times the issue's chain
 (InsertField$Value static field, MaskField$Value, ReplaceField$Value renames) between the two stages and
 formats its output; ``--profile`` prints a cProfile of the JSON stages instead of timing them.

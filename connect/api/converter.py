@@ -62,8 +62,11 @@ class Converter(abc.ABC):
         convert = self.from_connect_data
         return [convert(topic, schema, value, None) for value in values]
 
-    def to_connect_batch(self, topic: str, values: Sequence[bytes | None]) -> tuple[list[Schema | None], list[Any]]:
+    def to_connect_batch(
+        self, topic: str, values: Sequence[bytes | None]
+    ) -> tuple[list[Schema | None], Sequence[Any]]:
         """Many values without headers: their schemas and Connect values, as ``to_connect_data`` gives each.
+        The values may come as any sequence (a ``MapColumns`` of maps, say), read in order.
 
         Overridden by converters that can do the work in bulk; an exception has the runtime convert
         the batch one by one instead, with its per-record error handling.

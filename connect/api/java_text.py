@@ -5,8 +5,10 @@ Kafka's JsonConverter reads a JSON object into a ``java.util.HashMap``, so a map
 bucket order rather than in insertion order; ``hash_map_order`` reproduces it for string and integer
 keys (the keys a converter produces), so a sink file matches Kafka Connect's byte for byte; the order
 is worked out once per set of string keys and cached, and ``java_texts`` prints a batch of maps sharing
-a key set column by column. Numbers print as ``Double.toString`` and
-``BigDecimal.toString`` print them. Timestamps, dates and times print as ``java.util.Date`` does, in UTC.
+a key set column by column (``java_map_lines`` prints maps already held as columns, see
+``connect.api.map_columns``). Numbers print as ``Double.toString`` and
+``BigDecimal.toString`` print them; a column of integers, booleans, nulls and doubles of 1e-3 <= |x| < 1e7
+is written in one call as orjson writes a JSON array, which is the same text. Timestamps, dates and times print as ``java.util.Date`` does, in UTC.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import decimal as _decimal
 import functools
 import itertools
 import operator
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any
+
+import orjson
 
 from connect.api.java_numbers import decimal_to_string, double_to_string
 
@@ -39,6 +43,7 @@ __all__ = [
     "java_date_string",
     "java_hash_code",
     "java_iteration_order",
+    "java_map_lines",
     "java_texts",
     "java_to_string",
     "layout_of",
@@ -473,23 +478,107 @@ def _print_group(values: Sequence[Any], members: list[int], keys: tuple[Any, ...
         texts[i] = line
 
 
-def _column_texts(column: list[Any]) -> Iterable[str]:
-    """Each value's text; by one printer when the values share a type."""
-    kinds = set(map(type, column))
+def _column_texts(column: Sequence[Any], kinds: Set[type] | None = None) -> Iterable[str]:
+    """Each value's text; by one printer when the values share a type. ``kinds``: the values' exact types."""
+    if kinds is None:
+        kinds = set(map(type, column))
     if len(kinds) == 1:
-        kind = kinds.pop()
+        kind = next(iter(kinds))
         if kind is str:
             return column
-        if kind is int:
-            return map(int.__repr__, column)
-        if kind is float:
-            return _doubles_text(column)
         if kind is bool:
             return map(_BOOL_TEXT, column)
+    if kinds <= _JSON_NUMBERS:
+        texts = _numbers_text(column, kinds)
+        if texts is not None:
+            return texts
+    if kinds == _FLOAT_ONLY:
+        return _doubles_text(column)
+    if kinds == _INT_ONLY:  # an integer beyond 64 bits
+        return map(int.__repr__, column)
     return _texts(column)
 
 
-def _doubles_text(column: list[float]) -> Iterable[str]:
+_INT_ONLY = {int}
+
+
+# Kinds of values whose JSON text, as orjson writes it, is Java's: integers, booleans and null; and doubles
+# of 1e-3 <= |x| < 1e7 (and zero), which orjson writes as Python's repr does (shortest round trip, plainly)
+# and so as Double.toString does.
+_JSON_NUMBERS = frozenset((int, float, bool, type(None)))
+_FLOAT_ONLY = {float}
+_INTS_AND_FLOATS = frozenset((int, float))
+# a double of magnitude below 1e-3 that orjson writes plainly (0.0001, 0.000999...), where Java writes 1.0E-4
+_SMALL_DOUBLES = (b"[0.000", b",0.000", b"-0.000")
+
+
+def _numbers_text(column: Sequence[Any], kinds: Set[type]) -> list[str] | None:
+    """Each value's text, for a column of ints, floats, booleans and None (``kinds``): written as one JSON
+    array by orjson and split, or None when a value would be written otherwise than Java prints it."""
+    if not column:
+        return []
+    has_floats = float in kinds
+    if has_floats and (not kinds <= _INTS_AND_FLOATS or not _orjson_writes_doubles_as_java()):
+        return None  # a null beside a float could be a NaN's; a boolean's text holds an "e"
+    try:
+        text = orjson.dumps(column)
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits
+        return None
+    if has_floats and (
+        b"e" in text or b"n" in text  # an exponent, or null: not finite
+        or max(column) >= 1e7 or min(column) <= -1e7
+        or any(small in text for small in _SMALL_DOUBLES)
+    ):
+        return None
+    return text[1:-1].decode("ascii").split(",")
+
+
+@functools.cache
+def _orjson_writes_doubles_as_java() -> bool:
+    """Whether this orjson writes doubles of 1e-3 <= |x| < 1e7 as Python's repr (and so Java) does: its
+    releases have changed how they write floats before."""
+    probes = [0.0, -0.0, 0.001, -0.001, 0.0015, 0.001000001, 0.1, 0.2 + 0.1, 1 / 3, 2 / 3, 1.0, 5.0, 12.5, 100.0,
+              0.37, 123456.789, 1e6, 1234567.0, 9999999.0, 9999999.5, 9999999.999999998, 4.35, 2.675, 1.005]
+    return orjson.dumps(probes)[1:-1].decode("ascii").split(",") == list(map(float.__repr__, probes))
+
+
+@functools.lru_cache(maxsize=_LAYOUT_CACHE_SIZE)
+def _line_parts(keys: tuple[str, ...], java_layout: JavaLayout | None) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """For maps of these (str) keys built as ``java_layout`` says: the position in ``keys`` of each key in
+    print order, and the texts before each value and after the last (with the line's newline)."""
+    ordered = _java_order(keys, java_layout)
+    position = {key: i for i, key in enumerate(keys)}
+    prefixes = [key + "=" for key in ordered]
+    between = ("{" + prefixes[0], *[", " + prefix for prefix in prefixes[1:]], "}\n") if prefixes else ("{}\n",)
+    return tuple(position[key] for key in ordered), between
+
+
+def java_map_lines(keys: tuple[str, ...], java_layout: JavaLayout | None, columns: Sequence[Sequence[Any]],
+                   count: int, kinds: Sequence[frozenset[type] | None] | None = None) -> str:
+    """The texts of ``count`` maps that share ``keys`` (all str, in their dict order) and ``java_layout``,
+    given by column (``columns[i]`` holds every map's value of ``keys[i]``), each followed by a newline:
+    what ``java_to_string`` prints of each map, made a column at a time. ``kinds``, when known: the exact
+    types of each column's values (None where not known)."""
+    if count == 0:
+        return ""
+    if len(keys) > _LAYOUT_MAX_KEYS or sum(map(len, keys)) > _LAYOUT_MAX_KEY_CHARS:
+        order, between = _line_parts.__wrapped__(keys, java_layout)  # too big to keep: worked out afresh
+    else:
+        order, between = _line_parts(keys, java_layout)
+    # every line's pieces, line after line, in one list joined once: the texts between the values laid out
+    # by repeating one line's, then each column's texts put in its place in every line by one slice
+    width = 2 * len(order) + 1
+    line: list[Any] = [None] * width
+    line[0::2] = between
+    pieces = line * count
+    for i, place in enumerate(order):
+        column = columns[place]
+        known = kinds[place] if kinds is not None else None
+        pieces[2 * i + 1::width] = _column_texts(column, known if known is not None else set(map(type, column)))
+    return "".join(pieces)
+
+
+def _doubles_text(column: Sequence[float]) -> Iterable[str]:
     # Python's repr lays out zero and 1e-3 <= |x| < 1e7 as Double.toString does; a NaN makes the sum a NaN
     magnitudes = list(map(abs, column))
     total = sum(column)

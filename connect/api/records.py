@@ -8,6 +8,7 @@ from itertools import chain, groupby, repeat
 from typing import Any
 
 from connect.api.headers import ConnectHeaders, Header
+from connect.api.map_columns import MapColumns
 from connect.api.schema import Schema
 from connect.api.topic_partition import TopicPartition
 
@@ -442,7 +443,10 @@ class SinkRecordBatch(Sequence[SinkRecord]):
     that needs only the values (or keys) reads ``values`` (``keys``) and no
     record is ever made, which saves most of the Python work per record of a
     fast sink. A transform's ``apply_batch`` may likewise read the columns and
-    return ``with_columns(...)``: a changed copy, still without records.
+    return ``with_columns(...)``: a changed copy, still without records. Values
+    that are schemaless maps of one key set may be held as a ``MapColumns``
+    (JsonConverter reads them so): ``value_maps`` gives it, to be worked on a
+    column per key without a map made per record.
     """
 
     __slots__ = ("_parts", "_records", "_len")
@@ -496,6 +500,22 @@ class SinkRecordBatch(Sequence[SinkRecord]):
     def keys(self) -> list[Any]:
         """Every record's key, in order."""
         return self._column(_KEYS)
+
+    def value_maps(self) -> MapColumns | None:
+        """Every record's value as one ``MapColumns`` when each part holds its values so and they join
+        into one table (see ``MapColumns.joined``), else None: a transform or sink that works on columns
+        reads them without a map made per record."""
+        return self._maps(_VALUES)
+
+    def key_maps(self) -> MapColumns | None:
+        """Every record's key as one ``MapColumns``, as ``value_maps`` gives the values."""
+        return self._maps(_KEYS)
+
+    def _maps(self, index: int) -> MapColumns | None:
+        columns = [part[index] for part in self._parts]
+        if not columns or not all(type(column) is MapColumns for column in columns):
+            return None
+        return MapColumns.joined(columns)
 
     @property
     def value_schemas(self) -> list[Schema | None]:

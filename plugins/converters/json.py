@@ -265,7 +265,9 @@ class JsonConverter(BuiltinConverter):
         self._remember_prefix(raw, schema)
         return result
 
-    def to_connect_batch(self, topic: str, values: Sequence[bytes | None]) -> tuple[list[Schema | None], list[Any]]:
+    def to_connect_batch(
+        self, topic: str, values: Sequence[bytes | None]
+    ) -> tuple[list[Schema | None], Sequence[Any]]:
         if set(map(type, values)) <= _BYTES_OR_NONE:  # the usual batch: no copy of each value needed
             raws = list(values)
         else:
@@ -273,6 +275,8 @@ class JsonConverter(BuiltinConverter):
         try:
             if self._schemas_enable:
                 return self._read_envelopes(raws)
+            # the usual batch, objects of one key set, comes as columns too (MapColumns), for the transforms
+            # and sinks that work on them; anything else reads the maps as ever
             return [None] * len(raws), loads_schemaless_batch(raws)
         except RecursionError as exc:
             raise DataException(READ_FAILED + "nesting too deep: " + str(exc)) from None

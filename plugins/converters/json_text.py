@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import base64
 import decimal as _decimal
+import functools
 import json
 import re
+from collections.abc import Sequence
 from json.encoder import encode_basestring as _encode_basestring
 from typing import Any, cast
 
 import orjson
 
 from connect.api import DataException
+from connect.api.map_columns import MapColumns, MapTable
 
 __all__ = [
     "MISSING",
@@ -166,21 +169,67 @@ def loads_schemaless(raw: bytes) -> Any:
     return schemaless_value(loads(raw))
 
 
-def loads_schemaless_batch(raws: list[bytes | None]) -> list[Any]:
-    """loads_schemaless of each of ``raws`` (None for None): for a batch of plain JSON, one pass in C."""
+def loads_schemaless_batch(raws: list[bytes | None]) -> Sequence[Any]:
+    """loads_schemaless of each of ``raws`` (None for None): for a batch of plain JSON, one pass in C.
+
+    A batch of objects comes as a ``MapColumns`` (which reads as the list of maps), so that transforms and
+    sinks can work on its columns. orjson reads it first; whether the strict parse would have read it
+    otherwise is then checked when it is first used: by the columns' types when the columns are asked for,
+    else by the text.
+    """
     if None not in raws:
         present = cast(list[bytes], raws)
-        shape = b"\n".join(present).translate(_SHAPE)  # one check of the whole batch: a newline joins no digits
-        if (
-            _TWENTY_DIGITS not in shape
-            and _BELOW_INT64 not in shape
-            and (shape.count(b"[") <= _MAX_OPENERS or all(map(_few_openers, present)))
-        ):
-            try:
-                return list(map(orjson.loads, present))
-            except orjson.JSONDecodeError:
-                pass  # one of them is not plain JSON: each on its own below, and the strict parse names it
+        try:
+            values = list(map(orjson.loads, present))
+        except orjson.JSONDecodeError:
+            pass  # one of them is not plain JSON: each on its own below, and the strict parse names it
+        else:
+            maps = MapColumns.of(values, functools.partial(_confirmed, present))
+            if maps is not None:
+                return maps
+            if _orjson_reads_all_alike(present):
+                return values
     return [None if raw is None else loads_schemaless(raw) for raw in raws]
+
+
+def _orjson_reads_all_alike(raws: list[bytes]) -> bool:
+    """``_orjson_reads_alike`` of every one of ``raws``, checked on the whole batch's text."""
+    shape = b"\n".join(raws).translate(_SHAPE)  # a newline joins no digits
+    return (
+        _TWENTY_DIGITS not in shape
+        and _BELOW_INT64 not in shape
+        and (shape.count(b"[") <= _MAX_OPENERS or all(map(_few_openers, raws)))
+    )
+
+
+def _confirmed(raws: list[bytes], maps: list[Any], table: MapTable | None) -> list[Any] | None:
+    """None when orjson read ``raws`` into ``maps`` (``table``: their columns, if worked out) as the strict
+    parse reads them; else what the strict parse reads."""
+    if table is not None and _flat_and_exact_columns(table):
+        return None
+    if _orjson_reads_all_alike(raws):
+        return None
+    return [loads_schemaless(raw) for raw in raws]
+
+
+# What orjson reads of a column of flat objects as the strict parse does: strings, integers (within 64 bits:
+# one beyond comes as a float), booleans, nulls, and floats below 2**63 in magnitude (no integer text gives
+# one of those: orjson reads every integer of -2**63..2**64-1 as an integer).
+_EXACT_KINDS = frozenset((str, int, bool, type(None)))
+_NUMBER_KINDS = frozenset((int, float))
+_BEYOND_INT64 = 2.0**63
+
+
+def _flat_and_exact_columns(table: MapTable) -> bool:
+    """Whether maps read by orjson, given by column, are what the strict parse reads (no text check needed):
+    each value a scalar that no text orjson reads otherwise could have given."""
+    for place, column in enumerate(table.columns):
+        kinds = table.kinds_of(place)
+        if kinds <= _EXACT_KINDS:
+            continue
+        if not kinds <= _NUMBER_KINDS or not -_BEYOND_INT64 < min(column) <= max(column) < _BEYOND_INT64:
+            return False
+    return True
 
 
 def _few_openers(raw: bytes) -> bool:

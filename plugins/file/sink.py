@@ -2,8 +2,9 @@
 
 Values are written as text: strings as they are, booleans as ``true``/``false``,
 bytes decoded as UTF-8, lists and maps as Java prints them (``[a, b]``, ``{k=v}`` in
-HashMap order, see connect/api/java_text.py), anything else with ``str()``. A null value (a tombstone)
-writes nothing; Kafka's PrintStream would write the text ``null``. ``put``
+HashMap order, see connect/api/java_text.py; maps held as columns, as JsonConverter reads them and the
+built-in transforms keep them, are printed from the columns), anything else with ``str()``. A null value
+(a tombstone) writes nothing; Kafka's PrintStream would write the text ``null``. ``put``
 buffers a whole batch in one write; ``flush`` flushes and fsyncs the file (and,
 once after creating it, its directory), so offsets committed after a flush
 never run ahead of what is on disk.
@@ -31,7 +32,7 @@ from connect.api import (
     Task,
     TopicPartition,
 )
-from connect.api.java_text import java_texts, java_to_string
+from connect.api.java_text import java_map_lines, java_texts, java_to_string
 from connect.api.version import distribution_version
 
 __all__ = ["FileStreamSinkConnector", "FileStreamSinkTask"]
@@ -123,16 +124,9 @@ class FileStreamSinkTask(SinkTask):
         log.info("FileStreamSinkTask appending to %s", self._filename)
 
     def put(self, records: Sequence[SinkRecord]) -> None:
-        # a SinkRecordBatch gives its values without making a record per value
-        values = records.values if isinstance(records, SinkRecordBatch) else [r.value for r in records]
-        if set(map(type, values)) == _STR_ONLY:  # the usual batch of a StringConverter: lines as they are
-            lines = list(values)
-        else:  # printed as a batch: maps sharing a key set are laid out once and printed column by column
-            lines = java_texts([v for v in values if v is not None], _line)
-        if not lines:
+        text = self._text(records)
+        if not text:
             return
-        lines.append("")  # so the joined text ends with a newline
-        text = "\n".join(lines)
         if self._filename is None:  # stdout, through its text layer so it interleaves with other output
             sys.stdout.write(text)
             return
@@ -146,6 +140,27 @@ class FileStreamSinkTask(SinkTask):
         while view:
             written = self._out.write(view)
             view = view[written:]
+
+    @staticmethod
+    def _text(records: Sequence[SinkRecord]) -> str:
+        """The lines of the records' values, each ended by a newline."""
+        if isinstance(records, SinkRecordBatch):
+            maps = records.value_maps()
+            table = maps.table() if maps is not None else None
+            if table is not None:  # schemaless maps of one key set, as columns: printed a column at a time
+                return java_map_lines(table.keys, table.java_layout, table.columns, len(records), table.kinds)
+            # a SinkRecordBatch gives its values without making a record per value
+            values = records.values
+        else:
+            values = [r.value for r in records]
+        if set(map(type, values)) == _STR_ONLY:  # the usual batch of a StringConverter: lines as they are
+            lines = list(values)
+        else:  # printed as a batch: maps sharing a key set are laid out once and printed column by column
+            lines = java_texts([v for v in values if v is not None], _line)
+        if not lines:
+            return ""
+        lines.append("")  # so the joined text ends with a newline
+        return "\n".join(lines)
 
     def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
         if self._filename is None:

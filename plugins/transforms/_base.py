@@ -8,15 +8,17 @@ the side of the record is chosen once, by ``key_value_variants``.
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from connect.api import ConfigDef, ConnectHeaders, ConnectRecord, Schema, SinkRecordBatch, Transformation
+from connect.api.map_columns import KeyRearrangement, MapColumns, MapTable, rearrangement
 from connect.api.version import distribution_version
 
 __all__ = [
     "BuiltinTransformation",
     "KeyOrValueTransformation",
+    "Rearrangements",
     "key_value_variants",
     "one_key_set",
     "schemaless",
@@ -48,6 +50,35 @@ def one_key_set(values: list[Any]) -> tuple[Any, ...] | None:
 
 
 _PLAIN_DICT = {dict}
+
+_REARRANGEMENTS_KEPT = 1024
+_NOT_REARRANGEABLE: Any = object()
+
+
+class Rearrangements:
+    """What a transform's function of one map does to each key set (and layout) it met, worked out once
+    per key set by ``connect.api.map_columns.rearrangement``; forgotten wholesale when full."""
+
+    __slots__ = ("_known",)
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[Any, ...], Any] = {}
+
+    def of(self, table: MapTable, per_map: Callable[[dict[str, Any]], Mapping[Any, Any]]) -> KeyRearrangement | None:
+        key = (table.keys, table.java_layout)
+        found = self._known.get(key)
+        if found is None:
+            try:
+                found = rearrangement(table.keys, table.java_layout, per_map)
+            except Exception:  # what ``apply`` raises for such a map it raises again, record by record
+                found = None
+            if len(self._known) >= _REARRANGEMENTS_KEPT:
+                self._known.clear()
+            self._known[key] = found if found is not None else _NOT_REARRANGEABLE
+        return None if found is _NOT_REARRANGEABLE else found
+
+    def clear(self) -> None:
+        self._known.clear()
 
 
 class BuiltinTransformation(Transformation[_R]):
@@ -97,6 +128,13 @@ class KeyOrValueTransformation(BuiltinTransformation[_R]):
         """
         return None
 
+    def _transform_table(self, table: MapTable, count: int) -> MapColumns | None:
+        """This side of ``count`` records, schemaless maps sharing a key set given by column: the maps
+        ``apply`` makes of them, as columns too; None when they are to go through ``_transform_column``
+        (this transform or configuration cannot work on columns, or a value needs a look of its own).
+        Must not raise: a map ``apply`` rejects makes it return None."""
+        return None
+
     def apply_batch(self, records: Sequence[_R]) -> Sequence[_R]:
         # The side is changed as a column: a SinkRecordBatch stays one (no record is made), and records
         # already made are copied once each with their new side. Exact type checks: a check against an ABC
@@ -104,6 +142,14 @@ class KeyOrValueTransformation(BuiltinTransformation[_R]):
         on_key = self._on_key
         if type(records) is SinkRecordBatch:
             schemas = records.key_schemas if on_key else records.value_schemas
+            maps = (records.key_maps() if on_key else records.value_maps()) if schemaless(schemas) else None
+            table = maps.table() if maps is not None else None
+            if table is not None:
+                # schemaless maps sharing a key set, held as columns: changed as columns, no map made
+                made = self._transform_table(table, len(records))
+                if made is not None:
+                    changed_batch = records.with_columns(keys=made) if on_key else records.with_columns(values=made)
+                    return changed_batch  # type: ignore[return-value]  # a SinkRecordBatch is a batch of _R
             changed = self._transform_column(schemas, records.keys if on_key else records.values)
             if changed is None:
                 return super().apply_batch(records)  # type: ignore[arg-type]

@@ -19,8 +19,9 @@ from connect.api import (
     Timestamp,
 )
 from connect.api.java_text import PLAIN_COPY_SIZES, copy_for_puts, copy_laid_out
+from connect.api.map_columns import MapColumns, MapTable
 from connect.api.struct import validate_value
-from plugins.transforms._base import KeyOrValueTransformation, key_value_variants, schemaless
+from plugins.transforms._base import KeyOrValueTransformation, Rearrangements, key_value_variants, schemaless
 from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     define_replace_null_with_default,
@@ -107,6 +108,7 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
         self._static_only = False
         self._replace_null_with_default = True
         self._plans = SchemaCache()
+        self._rearrangements = Rearrangements()
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)
@@ -129,6 +131,7 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
                 STATIC_VALUE, None, f"No value specified for static field: {self._static.name}"
             )
         self._plans.clear()
+        self._rearrangements.clear()
 
     def apply(self, record: ConnectRecord) -> ConnectRecord:
         value = self._operating_value(record)
@@ -172,6 +175,15 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
                 add_schema(updated.schema)
                 add_value(updated)
         return new_schemas, new_values
+
+    def _transform_table(self, table: MapTable, count: int) -> MapColumns | None:
+        static = self._static
+        if not self._static_only or static is None:  # the other fields come from the record
+            return None
+        name = static.name
+        # the static field is a column of one value; the others are kept as they are
+        plan = self._rearrangements.of(table, lambda m: self._static_into_other(m, name))
+        return plan.apply(table.columns, count, table.kinds) if plan is not None else None
 
     def _static_into_other(self, value: Any, name: str) -> Any:
         """As ``apply`` for a value other than a plain dict: None stays, a dict subclass is copied, else raise."""
@@ -289,3 +301,4 @@ class InsertField(KeyOrValueTransformation[ConnectRecord]):
 
     def close(self) -> None:
         self._plans.clear()
+        self._rearrangements.clear()

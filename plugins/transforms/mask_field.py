@@ -26,8 +26,9 @@ from connect.api.java_text import (
     hash_map_capacity,
     hash_map_order,
 )
+from connect.api.map_columns import MapColumns, MapTable
 from connect.api.struct import validate_value
-from plugins.transforms._base import KeyOrValueTransformation, key_value_variants, schemaless
+from plugins.transforms._base import KeyOrValueTransformation, Rearrangements, key_value_variants, schemaless
 from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     define_replace_null_with_default,
@@ -77,6 +78,10 @@ _EMPTY_BY_TYPE: dict[type, Any] = {
     dt.time: dt.time(0),
 }
 _NO_SHARED_EMPTY: Any = object()
+# the masked value of each exact type a column of maps' values may hold to be masked as a column
+_MASKED_BY_TYPE: dict[type, Any] = {**_EMPTY_BY_TYPE, type(None): None}
+# the exact types a replacement is converted to once for a whole column (the others raise, record by record)
+_REPLACEABLE = frozenset((str, int, float, decimal.Decimal))
 
 
 def _empty_value(value: Any) -> Any:
@@ -169,6 +174,7 @@ class MaskField(KeyOrValueTransformation[ConnectRecord]):
         self._replacement: _Replacement | None = None
         self._replace_null_with_default = True
         self._plans = SchemaCache()
+        self._rearrangements = Rearrangements()
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, configs)
@@ -178,6 +184,7 @@ class MaskField(KeyOrValueTransformation[ConnectRecord]):
         self._names = tuple(hash_map_order(names, set_capacity))
         self._fields = frozenset(self._names)
         self._plans.clear()
+        self._rearrangements.clear()
         replacement = config.get_string(REPLACEMENT)
         self._replacement = _Replacement(replacement) if replacement is not None else None
         self._replace_null_with_default = bool(config.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
@@ -206,6 +213,59 @@ class MaskField(KeyOrValueTransformation[ConnectRecord]):
         for name in self._names:
             updated[name] = masked(original.get(name), None)
         return copy_laid_out(original, updated)
+
+    def _transform_table(self, table: MapTable, count: int) -> MapColumns | None:
+        # the keys the map gets (masked fields it lacks are put as null) worked out once; each masked
+        # column made by the type of its values
+        plan = self._rearrangements.of(table, self._masked_keys)
+        if plan is None:
+            return None
+        columns = list(table.columns)
+        kinds: list[frozenset[type] | None] = list(table.kinds or (None,) * len(columns))
+        keys = table.keys
+        for name in self._names:
+            if name in keys:
+                place = keys.index(name)
+                masked = self._masked_column(columns[place], table.kinds_of(place), count)
+                if masked is None:
+                    return None
+                columns[place], kinds[place] = masked
+        return plan.apply(columns, count, kinds)
+
+    def _masked_keys(self, value: dict[str, Any]) -> dict[str, Any]:
+        """The map ``_mask_map`` makes of ``value``, with each masked value still the original."""
+        updated = copy_for_puts(value)
+        for name in self._names:
+            updated[name] = value.get(name)
+        return copy_laid_out(value, updated)
+
+    def _masked_column(
+        self, column: tuple[Any, ...], kinds: frozenset[type], count: int
+    ) -> tuple[tuple[Any, ...], frozenset[type]] | None:
+        """The masked values of a column whose values have the types ``kinds`` (or fewer), as ``_masked``
+        makes each, and their types; None when a value needs its own (a mutable empty value, or one
+        ``_masked`` rejects: the record-by-record path raises for it)."""
+        masked_of: dict[type, Any]
+        if self._replacement is None:
+            masked_of = _MASKED_BY_TYPE
+            if not kinds <= masked_of.keys():
+                return None
+        else:
+            masked_of = {}
+            for kind in kinds:
+                if kind is type(None):
+                    masked_of[kind] = None
+                elif kind in _REPLACEABLE:
+                    try:
+                        masked_of[kind] = self._replacement.for_value(kind(), None)
+                    except DataException:
+                        return None
+                else:
+                    return None
+        made_kinds = frozenset(type(masked_of[kind]) for kind in kinds)
+        if len(kinds) == 1:
+            return (masked_of[next(iter(kinds))],) * count, made_kinds
+        return tuple(map(masked_of.__getitem__, map(type, column))), made_kinds
 
     def _transform_column(
         self, schemas: list[Schema | None], values: list[Any]
@@ -283,3 +343,4 @@ class MaskField(KeyOrValueTransformation[ConnectRecord]):
 
     def close(self) -> None:
         self._plans.clear()
+        self._rearrangements.clear()

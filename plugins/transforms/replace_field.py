@@ -20,7 +20,14 @@ from connect.api import (
     Struct,
 )
 from connect.api.java_text import FieldSelection, JavaLayout, JavaMap, plain_order, presized_layout
-from plugins.transforms._base import KeyOrValueTransformation, key_value_variants, one_key_set, schemaless
+from connect.api.map_columns import MapColumns, MapTable
+from plugins.transforms._base import (
+    KeyOrValueTransformation,
+    Rearrangements,
+    key_value_variants,
+    one_key_set,
+    schemaless,
+)
 from plugins.transforms._config import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     define_replace_null_with_default,
@@ -150,6 +157,7 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         # and layout; one lookup per record
         self._plain_plans: dict[tuple[str, ...], _MapPlan] = {}
         self._laid_out_plans: dict[tuple[tuple[str, ...], JavaLayout | None], _MapPlan] = {}
+        self._rearrangements = Rearrangements()
 
     def configure(self, configs: Mapping[str, Any]) -> None:
         config = parse_config(CONFIG_DEF, _translate_deprecated(configs))
@@ -161,6 +169,7 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         self._selection = FieldSelection(self._renames, self._exclude, self._include)
         self._plain_plans.clear()
         self._laid_out_plans.clear()
+        self._rearrangements.clear()
 
     def _keep(self, name: str) -> bool:
         return name not in self._exclude and (not self._include or name in self._include)
@@ -187,6 +196,11 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
         updated = Struct(plan.schema)
         copy_fields(struct, updated, plan.copies, self._replace_null_with_default)
         return updated
+
+    def _transform_table(self, table: MapTable, count: int) -> MapColumns | None:
+        # the kept columns, under their new names, in the order the map's plan makes them
+        plan = self._rearrangements.of(table, self._replace_schemaless)
+        return plan.apply(table.columns, count, table.kinds) if plan is not None else None
 
     def _transform_column(
         self, schemas: list[Schema | None], values: list[Any]
@@ -325,3 +339,4 @@ class ReplaceField(KeyOrValueTransformation[ConnectRecord]):
 
     def close(self) -> None:
         self._plans.clear()
+        self._rearrangements.clear()
