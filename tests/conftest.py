@@ -8,6 +8,10 @@ a service; a test using a redis-server fixture is ``redis``. ``pytest -m "not ka
 slow"`` is the fast suite: redis-server starts in a fraction of a second, so the quick ``redis`` tests stay
 in it (``-m "not redis"`` leaves them out) and the long Redis crash tests are ``slow``.
 
+Under ``-n 2 --dist loadgroup`` the tests using the session's services run one at a time in one group
+(``xdist_group_of``); a ``kafka`` or ``spark`` test that uses none of them (a broker of its own, Spark inside its
+own worker, the test process's own local Spark session) is marked ``beside_services`` and runs beside that group.
+
 Nothing is skipped for a missing package, tool or service: a run that selects tests needing one stops
 at once with what to install, so that a CI run cannot pass by leaving tests out.
 """
@@ -49,6 +53,10 @@ FIXTURE_MARKERS = {
     "redis_service": "redis",
     "redis_factory": "redis",
 }
+# the fixtures of the services one session shares (Kafka, Kafka Connect, HDFS, a Spark cluster, OpenSearch,
+# Elasticsearch): the tests using them run one at a time in the "services" group. ``spark`` (tests/spark) is not
+# one: it is the test process's own local Spark session, and each xdist worker that needs one starts its own.
+SESSION_SERVICES = {fixture for fixture, marker in FIXTURE_MARKERS.items() if marker in ("kafka", "spark")} - {"spark"}
 # marker -> Python packages its tests import (the [spark] extra), with how to get them
 MARKER_PACKAGES = {
     "redis": (("redis",), "pip install -e '.[test]' (scripts/install.sh)"),
@@ -79,19 +87,44 @@ def markers_of(item: pytest.Item) -> set[str]:
     return names
 
 
+BESIDE_SERVICES = (
+    "beside_services: a kafka or spark test that uses none of the session's services (it starts a broker of "
+    "its own, or Spark inside its own worker or process): it runs beside the services group rather than in it"
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", BESIDE_SERVICES)
+
+
+def xdist_group_of(item: pytest.Item) -> str | None:
+    """The xdist group ``item`` runs in under ``--dist loadgroup``, None for a test any worker may take.
+
+    Under ``pytest -n 2 --dist loadgroup`` (scripts/test.sh) the tests needing Kafka, HDFS, OpenSearch or Spark
+    all run on one xdist worker, one at a time and against one set of services, while the other worker runs the
+    rest beside them: the wall time of the suite is about the sum of that group. The multi-host tests have a
+    broker of their own, in a network namespace (tests/distributed/conftest.py): they run as a group of their
+    own, beside the services. A test marked ``beside_services`` shares nothing with the group and so runs
+    beside it too, unless it asks for a session service all the same.
+    """
+    fixtures = getattr(item, "fixturenames", ())
+    if "multihost_network" in fixtures:
+        return "multihost"
+    if not (item.get_closest_marker("kafka") or item.get_closest_marker("spark")):
+        return None
+    if item.get_closest_marker("beside_services") and not any(f in SESSION_SERVICES for f in fixtures):
+        return None
+    return "services"
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for name in sorted(markers_of(item) - {m.name for m in item.iter_markers()}):
             item.add_marker(name)
-        # Under ``pytest -n 2 --dist loadgroup`` (scripts/test.sh) the tests needing Kafka, HDFS, OpenSearch or
-        # Spark all run on one xdist worker, one at a time and against one set of services, while the other
-        # worker runs the rest beside them. The multi-host tests have a broker of their own, in a network
-        # namespace (tests/distributed/conftest.py): they run as a group of their own, beside the services.
-        if "multihost_network" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("multihost"))
-        elif item.get_closest_marker("kafka") or item.get_closest_marker("spark"):
-            item.add_marker(pytest.mark.xdist_group("services"))
+        group = xdist_group_of(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def missing_requirements(items: list[pytest.Item]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests import conftest
-from tests.conftest import TESTS, markers_of, missing_requirements
+from tests.conftest import TESTS, markers_of, missing_requirements, xdist_group_of
 
 
 class _Item:
@@ -39,6 +39,26 @@ class _Item:
 )
 def test_markers_come_from_the_directory_and_the_service_fixtures(path, fixtures, expected):
     assert markers_of(_Item(path, fixtures)) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("path", "fixtures", "markers", "group"),
+    [
+        ("spark/test_new.py", ("tmp_path", "hdfs"), ("spark",), "services"),
+        ("kafka/test_new.py", ("unique_topic",), ("kafka",), "services"),
+        # Spark inside the test's own worker, or a broker of the test's own: nothing of the session's to share
+        ("spark/test_new.py", ("tmp_path",), ("spark", "beside_services"), None),
+        ("kafka/test_new.py", (), ("kafka", "beside_services"), None),
+        ("spark/test_new.py", ("spark",), ("spark", "beside_services"), None),  # the test process's own session
+        # the marker cannot take a test that does use a session service out of their group
+        ("spark/test_new.py", ("opensearch",), ("spark", "beside_services"), "services"),
+        ("e2e/test_new.py", ("kafka",), ("kafka", "beside_services"), "services"),
+        ("distributed/test_new.py", ("multihost_network",), ("kafka",), "multihost"),
+        ("runtime/test_new.py", ("tmp_path",), (), None),
+    ],
+)
+def test_the_tests_of_the_session_services_run_in_one_group(path, fixtures, markers, group):
+    assert xdist_group_of(_Item(path, fixtures, markers)) == group  # type: ignore[arg-type]
 
 
 def test_the_suite_itself_marks_every_test_that_starts_a_service(request):

@@ -550,6 +550,7 @@ def test_broker_outage_of_20s_is_ridden_out_without_a_worker_restart(tmp_path, k
 
 # --- bad input ------------------------------------------------------------------------------------------------------------
 @pytest.mark.kafka  # the Kafka backend's client, without a broker: part of the Kafka suite
+@pytest.mark.beside_services  # but nothing of the session's services: beside their group
 def test_unreachable_bootstrap_servers_fail_fast_with_one_error_line(tmp_path, unique_topic):
     cfg = worker_properties(tmp_path, free_port(), bootstrap_servers="127.0.0.1:1", request_timeout_ms=3000,
                             config_storage_topic=unique_topic("configs"))

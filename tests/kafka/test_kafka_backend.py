@@ -38,6 +38,7 @@ FAST_GROUP = {"heartbeat.interval.ms": "500", "session.timeout.ms": "6000", "aut
 # -- no broker needed ------------------------------------------------------------------
 
 
+@pytest.mark.beside_services  # no broker: nothing of the session's services
 def test_config_precedence_and_translation() -> None:
     worker = {
         "bootstrap.servers": "h:1",
@@ -86,6 +87,7 @@ def test_config_precedence_and_translation() -> None:
     assert strict["enable.idempotence"] == "true"
 
 
+@pytest.mark.beside_services  # no broker: nothing of the session's services
 def test_every_mapped_name_is_known_to_librdkafka() -> None:
     for name in (_GLOBAL + _CONSUMER + _PRODUCER).split():
         assert librdkafka_scope(name) is not None
@@ -102,6 +104,7 @@ class _Silent:
         pass
 
 
+@pytest.mark.beside_services  # no broker: nothing of the session's services
 def test_invalid_client_setting_is_a_log_error() -> None:
     backend = KafkaBackend({"bootstrap.servers": "127.0.0.1:1"})
     with pytest.raises(LogError, match="invalid producer"):
@@ -110,11 +113,13 @@ def test_invalid_client_setting_is_a_log_error() -> None:
         KafkaBackend({"bootstrap.servers": ""})
 
 
+@pytest.mark.beside_services  # no broker: nothing of the session's services
 def test_pattern_is_anchored_like_java() -> None:
     assert librdkafka_pattern("orders-.*") == "^(orders-.*)$"
     assert librdkafka_pattern("^orders$") == "^(orders)$"
 
 
+@pytest.mark.beside_services  # no broker: nothing of the session's services
 def test_unreachable_bootstrap_fails_within_timeout() -> None:
     backend = open_log_backend({"bootstrap.servers": "127.0.0.1:1", "request.timeout.ms": "2000"})
     assert isinstance(backend, KafkaBackend)

@@ -24,7 +24,9 @@ from connect.log.api import Consumer, RetriableLogError
 from services.kafka import KafkaService
 from tests.support import STRING_CONVERTERS, RestWorker, line_count, wait_until, write_properties
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(300)]
+# the broker these tests freeze is their own (the module's ``broker``), not the session's: they run beside the
+# services group, not in it
+pytestmark = [pytest.mark.kafka, pytest.mark.beside_services, pytest.mark.slow, pytest.mark.timeout(300)]
 
 GRACEFUL_S = 5.0  # task.shutdown.graceful.timeout.ms's default, which the worker below keeps
 # room for a loaded machine (and, for a worker, its own shutdown past its tasks')

@@ -33,6 +33,7 @@ def test_nothing_to_report_and_nothing_running_while_the_cluster_answers(kafka) 
         backend.close()
 
 
+@pytest.mark.beside_services  # no broker: nothing of the session's services
 def test_an_unreachable_cluster_is_reported_with_since_when_and_why() -> None:
     servers = f"127.0.0.1:{free_port()}"
     health = ClusterHealth(servers, {"bootstrap.servers": servers}, interval=0.2, probe_timeout=0.5)

@@ -14,6 +14,9 @@ from spark_sinks.hdfs_config import parse_path_format
 from spark_sinks.logsource import _cap
 from spark_sinks.search import ElasticsearchSparkSink, _action, _send, engine_of, outcome, request_failure
 
+# no Spark session, broker or service of the session's: beside the services group
+pytestmark = pytest.mark.beside_services
+
 
 @pytest.fixture(scope="module")
 def validator() -> ConnectorConfigValidator:

@@ -102,6 +102,7 @@ def test_template_parsing():
     assert PathTemplate("/a/..{header:h}/x.{time:HH}/.b").static_root() == "/a"
 
 
+@pytest.mark.beside_services  # a local target and the test process's own Spark session: no HDFS
 def test_header_values_cannot_lead_a_template_folder_out_of_its_root(tmp_path, spark):
     """A header is anyone's input (an HTTP or syslog client's): ``..`` in it climbed out of the template."""
     from connect.log.api import NewTopic

@@ -13,7 +13,9 @@ from spark_sinks.logsource import end_offsets
 from spark_sinks.source import read_stream
 from tests.spark.support import BASE_TS, produce_json, wait_until
 
-pytestmark = pytest.mark.timeout(300)
+# on the embedded log with the test process's own Spark session: beside the services group (the test that reads
+# the session's Kafka stays in it)
+pytestmark = [pytest.mark.beside_services, pytest.mark.timeout(300)]
 
 
 class Collector:

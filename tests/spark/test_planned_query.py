@@ -17,6 +17,9 @@ from connect.log.embedded.backend import EmbeddedBackend
 from spark_sinks.logsource import LogBatchPlanner, end_offsets
 from spark_sinks.planned_query import PlannedBatchError, PlannedLogQuery
 
+# no Spark session, broker or service of the session's: beside the services group
+pytestmark = pytest.mark.beside_services
+
 COMMIT = 'v1\n{"nextBatchWatermarkMs":0}'
 
 

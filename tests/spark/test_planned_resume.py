@@ -9,12 +9,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from connect.api import ConfigDef
 from spark_sinks.config import spark_sink_def
 from spark_sinks.logsource import initial_offsets
 from spark_sinks.source import read_stream
 from spark_sinks.task import INITIAL_OFFSETS_FILE, SparkSinkTask
 from tests.spark.support import InProcessTask, produce_json, wait_until
+
+# on the embedded log with the test process's own Spark session: beside the services group
+pytestmark = pytest.mark.beside_services
 
 TOTAL = 1000
 PER_BATCH = 400

@@ -7,6 +7,9 @@ from pyspark.sql import types as T
 
 from spark_sinks.search_mapping import added_properties, field_mapping, index_properties
 
+# no Spark session, broker or service of the session's: beside the services group
+pytestmark = pytest.mark.beside_services
+
 
 def test_every_type_gets_its_field_type():
     struct = T.StructType([

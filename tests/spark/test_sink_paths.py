@@ -14,6 +14,9 @@ from connect.runtime.connector_validation import ConnectorConfigValidator
 from connect.runtime.plugins import PluginRegistry
 from connect.runtime.worker_config import StandaloneConfig
 
+# no Spark session, broker or service of the session's: beside the services group
+pytestmark = pytest.mark.beside_services
+
 
 @pytest.fixture
 def dirs(tmp_path):

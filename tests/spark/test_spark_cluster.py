@@ -18,8 +18,14 @@ from spark_sinks.hdfs import HdfsSparkSinkTask
 from spark_sinks.session import extra_jars
 from tests.spark.support import InProcessTask, Worker, connector_file, hdfs_records, wait_until
 
-# the must-show runs 1,000,000 (HEADRACE_CLUSTER_RECORDS=1000000); CI keeps 200,000 for time
-TOTAL = int(os.environ.get("HEADRACE_CLUSTER_RECORDS", "200000"))
+# the must-show runs 1,000,000 (HEADRACE_CLUSTER_RECORDS=1000000); CI keeps 160,000 for time. Every phase is
+# there at 160,000 as at 200,000: the first 20,000-record batch on the cluster, the executor's kill mid-stream
+# and batches after it, then the worker's kill -9 with 120,000 records produced of which at most 100,000 have
+# landed (the task's figures were seen to move by two batches at once; checked below), for both sinks to replay
+# after the restart, with 40,000 more produced meanwhile. 200,000 only added two more 20,000-record batches
+# after the restart, like the ones before them (22 s of 183 on a quiet machine); 120,000 could leave as few as
+# 10,000 records to replay.
+TOTAL = int(os.environ.get("HEADRACE_CLUSTER_RECORDS", "160000"))
 # waits grow with the record count: 300 s covers 200,000 on the shared 2-core machine
 WAIT = max(300, 300 * TOTAL // 200_000)
 # micro-batches grow with the count too (20,000 at the default), so 1,000,000 records take 10 batches, not 50,
@@ -93,7 +99,8 @@ def test_records_land_in_hdfs_and_opensearch_exactly_once_on_the_cluster_across_
         landed = wait_until(lambda: (n := worker.metrics("cluster-hdfs").get("records_total", 0)) > landed + 20_000
                             and n, 300, interval=1.0, what="batches after the Spark worker's kill")
         worker.kill9()
-        assert landed < TOTAL
+        # records produced and not landed at the kill: the restart has a batch to replay, not only new ones
+        assert landed < TOTAL * 3 // 4, f"all {landed} records produced so far had landed at the worker's kill"
     finally:
         if worker.proc is not None and worker.proc.alive():
             worker.kill9()

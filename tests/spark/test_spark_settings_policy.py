@@ -22,7 +22,8 @@ import pytest
 from tests.spark.support import Worker, connector_file, produce_json, spark_props
 from tests.support import run_cli, wait_until, worker_properties
 
-pytestmark = pytest.mark.timeout(420)
+# Spark runs inside the tests' own workers (local master, embedded log, local paths): beside the services group
+pytestmark = [pytest.mark.beside_services, pytest.mark.timeout(420)]
 
 
 class JarServer:

@@ -11,7 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.spark.support import Worker, connector_file, produce_json, spark_props, wait_until
 
-pytestmark = pytest.mark.timeout(300)
+# Spark runs inside the test's own worker (local master, embedded log, file:// output): beside the services group
+pytestmark = [pytest.mark.beside_services, pytest.mark.timeout(300)]
 
 
 def _spark_samples(worker: Worker) -> dict[str, Any]:

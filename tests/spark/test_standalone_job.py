@@ -11,7 +11,12 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support import free_port, run_cli, write_properties
+
+# the job runs in a worker of the test's own, without Spark: beside the services group
+pytestmark = pytest.mark.beside_services
 
 RECORDING_PLUGIN = '''
 import json

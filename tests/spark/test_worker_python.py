@@ -18,7 +18,8 @@ import pytest
 
 from tests.spark.support import Worker, connector_file, produce_json, spark_props
 
-pytestmark = pytest.mark.timeout(300)
+# Spark runs inside the test's own worker (local master, embedded log, file:// output): beside the services group
+pytestmark = [pytest.mark.beside_services, pytest.mark.timeout(300)]
 
 
 def _foreign_python3(folder: Path) -> Path:
