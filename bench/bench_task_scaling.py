@@ -120,13 +120,16 @@ def prefill(log_dir: Path, records: int) -> None:
 
 
 class SinkWatch:
-    """The sink file as it grows, reading only what was appended since the last look (the benchmark shares the
-    machine's cores with the worker, so it must not re-read the whole file): its lines, and whether the last
-    record of every partition has been written. A task writes its partitions' records in order, so that is the
-    moment every record is in the file, whatever a rebalance wrote twice."""
+    """The sink file as it grows, looked at without reading it while it cannot be complete (the benchmark shares
+    the machine's cores with the worker, and reading every byte the tasks write cost a tenth of a core at these
+    rates): every line is ``LINE_BYTES`` long, so its size gives its lines. Once it holds as many lines as there
+    are records, it is read for the last record of every partition (a rebalance may have written some twice,
+    so the count alone does not prove every record is in): a task writes its partitions' records in order, so
+    that is the moment every record is in the file."""
 
     def __init__(self, path: Path, records: int) -> None:
         self.path = path
+        self.records = records
         self.lines = 0
         last = {records - 1 - k for k in range(PARTITIONS)}  # prefill() alternates partitions
         self._waiting = {b"\n" + f"{i:010d}".encode() for i in last}
@@ -135,16 +138,19 @@ class SinkWatch:
 
     def look(self) -> bool:
         """True once the last record of every partition is in the file."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return False
+        self.lines = size // LINE_BYTES
+        if self.lines < self.records:
+            return False
         if self._fh is None:
-            if not self.path.exists():
-                return False
             self._fh = open(self.path, "rb")  # noqa: SIM115 - kept open across looks, closed by close()
-        while chunk := self._fh.read(1 << 20):
-            self.lines += chunk.count(b"\n")
-            if self._waiting:
-                text = self._tail + chunk
-                self._waiting = {m for m in self._waiting if m not in text}
-                self._tail = text[-LINE_BYTES:]
+        while self._waiting and (chunk := self._fh.read(1 << 20)):
+            text = self._tail + chunk
+            self._waiting = {m for m in self._waiting if m not in text}
+            self._tail = text[-LINE_BYTES:]
         return not self._waiting
 
     def close(self) -> None:
