@@ -12,6 +12,7 @@ import pytest
 from connect.api.topic_partition import TopicPartition
 from connect.log import open_log_backend, open_log_reader
 from connect.log.api import LogReader, NewTopic, UnknownTopicError
+from tests.support import wait_until
 
 
 @pytest.fixture(params=["embedded", pytest.param("kafka", marks=pytest.mark.kafka)])
@@ -149,12 +150,18 @@ def test_a_read_committed_reader_reads_committed_transactions_up_to_the_last_sta
             seen = {r.value: r.offset for r in _read_all(everything, topic, 0, 0, log_end, 1 << 20)}
             assert set(seen) == {b"p0", b"p1", b"a1", b"a2", b"b1", b"c1", b"p2"}, "markers are never records"
 
+            # t1's commit marker, like every marker, is written after its commit answered (see below)
+            wait_until(lambda: committed.stable_offsets({tp: 0})[tp] == seen[b"b1"], 30,
+                       what="the open transaction's first record as the last stable offset")
             stable = committed.stable_offsets({tp: 0})[tp]
-            assert stable == seen[b"b1"], "the open transaction's first record is the last stable offset"
             assert [r.value for r in _read_all(committed, topic, 0, 0, stable, 64)] == [b"p0", b"p1", b"a1", b"a2"]
 
             t2.commit_transaction()
-            assert committed.stable_offsets({tp: stable})[tp] == everything.partition_offsets([topic])[tp][1]
+            # Kafka's EndTxn answers once the commit is decided; the coordinator writes the partitions' markers
+            # after that, so the last stable offset moves a moment later
+            wait_until(lambda: committed.stable_offsets({tp: stable})[tp]
+                       == everything.partition_offsets([topic])[tp][1], 30,
+                       what="the last stable offset at the log end after the commit")
             rest = _read_all(committed, topic, 0, stable, committed.stable_offsets({tp: stable})[tp], 1 << 20)
             assert [r.value for r in rest] == [b"b1", b"p2"], "the aborted c1 is never handed out"
         finally:
