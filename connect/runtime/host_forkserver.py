@@ -46,7 +46,8 @@ from typing import Any
 
 import orjson
 
-__all__ = ["ForkServerGone", "ForkedHost", "HostForkServer", "fork_server", "start_fork_server", "stop_fork_server"]
+__all__ = ["ForkServerGone", "ForkedHost", "HostForkServer", "exit_text", "fork_server", "start_fork_server",
+           "stop_fork_server"]
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,10 @@ class ForkedHost:
                 os.kill(self.pid, signal.SIGKILL)
 
 
-def _status_text(code: int) -> str:
+def exit_text(code: int | None) -> str:
+    """How a process ended, from its exit code as ``subprocess.Popen`` gives it (None: it has not)."""
+    if code is None:
+        return "still running"
     return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
 
@@ -186,7 +190,7 @@ class HostForkServer:
         if not self._closed:  # not asked to stop: it died
             try:
                 _, status = os.waitpid(self.pid, 0)
-                how = f"exited ({_status_text(os.waitstatus_to_exitcode(status))})"
+                how = f"exited ({exit_text(os.waitstatus_to_exitcode(status))})"
             except ChildProcessError:
                 how = "exited"
             log.warning("The task hosts' fork server (pid %d) %s; task hosts start as new processes from now on",

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from connect.runtime.herder import ConnectorTaskId
 
-__all__ = ["SUBSCRIBE_TOGETHER_WAIT", "SiblingGate", "SubscribeBarrier"]
+__all__ = ["SUBSCRIBE_TOGETHER_WAIT", "SiblingGate", "SubscribeBarrier", "wait_released"]
 
 # About one heartbeat: a sibling later than that costs no more by joining on its own
 SUBSCRIBE_TOGETHER_WAIT = 3.0
@@ -79,7 +79,12 @@ class SubscribeBarrier:
         """Arrive, then wait until the siblings have too, ``stopping`` is set, or ``timeout`` seconds passed."""
         released = threading.Event()
         self.arrive(task_id, released.set)
-        deadline = time.monotonic() + timeout
-        # in slices: a stop must not wait out the barrier
-        while not released.is_set() and not stopping.is_set() and (left := deadline - time.monotonic()) > 0:
-            released.wait(min(0.05, left))
+        wait_released(released, stopping, timeout)
+
+
+def wait_released(released: threading.Event, stopping: threading.Event, timeout: float) -> None:
+    """Wait until ``released`` or ``stopping`` is set, for at most ``timeout`` seconds: in slices, so that a
+    stop does not wait out the barrier."""
+    deadline = time.monotonic() + timeout
+    while not released.is_set() and not stopping.is_set() and (left := deadline - time.monotonic()) > 0:
+        released.wait(min(0.05, left))

@@ -39,7 +39,7 @@ from connect.log.api import ClientStats
 from connect.log.embedded.coordinator import GroupCoordinator, local_coordinator
 from connect.log.embedded.signals import Waiter, signals_for
 from connect.runtime.herder import ConnectorTaskId, State, Status, TargetState
-from connect.runtime.host_forkserver import ForkedHost, ForkServerGone, fork_server
+from connect.runtime.host_forkserver import ForkedHost, ForkServerGone, exit_text, fork_server
 from connect.runtime.plugins import PluginRegistry
 from connect.runtime.storage.offsets import OffsetStore
 from connect.runtime.storage.status import StatusStore
@@ -367,14 +367,14 @@ class TaskHost:
             self.tasks.clear()
         if tasks and not self.pool.closing:
             log.error("Task host %d (pid %d) exited (%s) while running %d task(s): %s", self.index,
-                      self.process.pid, _exit_text(code), len(tasks), ", ".join(str(t.id) for t in tasks))
+                      self.process.pid, exit_text(code), len(tasks), ", ".join(str(t.id) for t in tasks))
         for task in tasks:
             self.task_lost(task, code)
 
     def task_lost(self, task: RemoteWorkerTask, code: int | None = None) -> None:
         if not task.is_cancelled and not task.has_ended and not self.pool.closing:
             trace = (f"org.apache.kafka.connect.errors.ConnectException: the task host process {self.index} "
-                     f"(pid {self.process.pid}) running task {task.id} exited ({_exit_text(code)})")
+                     f"(pid {self.process.pid}) running task {task.id} exited ({exit_text(code)})")
             self.pool.status.put_task(task.id, Status(State.FAILED, self.pool.worker_id, trace))
         task.ended()
 
@@ -409,14 +409,6 @@ def _spawn(channel: socket.socket, index: int) -> subprocess.Popen[bytes] | Fork
         # a session of its own: a Ctrl-C or a signal to the worker's process group is the worker's to act on (it
         # stops its tasks, then its hosts); a host that got it first would die under running tasks
         pass_fds=(channel.fileno(),), stdin=subprocess.DEVNULL, close_fds=True, start_new_session=True)
-
-
-def _exit_text(code: int | None) -> str:
-    if code is None:
-        return "still running"
-    if code < 0:
-        return f"killed by signal {-code}"
-    return f"exit code {code}"
 
 
 def default_task_processes() -> int:

@@ -29,6 +29,7 @@ from connect.log.embedded.signals import Waiter, signals_for
 from connect.runtime.herder import ConnectorTaskId, Status, TargetState
 from connect.runtime.storage.offsets import OffsetStore
 from connect.runtime.storage.status import StatusStore
+from connect.runtime.subscribe_barrier import wait_released
 from connect.runtime.task_channel import ChannelClosed, TaskChannel
 
 log = logging.getLogger(__name__)
@@ -216,9 +217,7 @@ class RemoteSubscribeBarrier:
             self._released[task_id] = released
         try:
             self._channel.notify("task.subscribing", connector=task_id.connector, task=task_id.task, waits=True)
-            deadline = time.monotonic() + timeout
-            while not released.is_set() and not stopping.is_set() and (left := deadline - time.monotonic()) > 0:
-                released.wait(min(0.05, left))
+            wait_released(released, stopping, timeout)
         except ChannelClosed:
             pass
         finally:
