@@ -96,7 +96,7 @@ class ClusterWork:
         self._http = http or httpx.Client(timeout=_REQUEST_TIMEOUT_S)
         self._member_factory = member_factory
         self._member: Any = None
-        self._work = AssignedWork(worker, self._request_reconfiguration, self.refresh_offsets)
+        self._work = AssignedWork(worker, self._request_reconfiguration, self._refresh_offsets_before_tasks)
         self._pending = _PendingUpdates()
         self._requests: queue.SimpleQueue[tuple[Callable[[], Any], Future]] = queue.SimpleQueue()
         self._stopping = threading.Event()
@@ -188,6 +188,13 @@ class ClusterWork:
         refresh = getattr(self.worker.offset_store, "refresh", None)
         if refresh is not None:
             refresh(self._sync_timeout_s * 10)
+
+    def _refresh_offsets_before_tasks(self) -> None:
+        # With exactly-once sources every source task reads its offsets itself, after its producer has fenced
+        # the task's older instances. Read here, before that, the offsets topic can hold an open transaction of
+        # a zombie on a worker cut off from the broker, and read_committed would wait for it until it times out.
+        if not self.worker.config.exactly_once_source_enabled:
+            self.refresh_offsets()
 
     # --- the config topic's listener (its reader thread) ---------------------------------------------
     def _wake(self) -> None:
