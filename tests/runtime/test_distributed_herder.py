@@ -494,3 +494,21 @@ def test_a_task_stops_asking_once_the_rebalance_timeout_passed_or_it_is_stopped(
     with pytest.raises(HerderError, match="no leader"):
         fencing.before_task_starts(ConnectorTaskId("src", 0), stopping=lambda: True)
     assert slept == [], "a task being stopped does not wait for a leader"
+
+
+@pytest.mark.parametrize("exactly_once", [False, True])
+def test_the_offsets_topic_is_read_before_tasks_start_unless_each_source_task_reads_it_after_fencing(
+        cluster, monkeypatch, exactly_once):
+    # With exactly-once sources, a read here could wait on a zombie's open transaction that only the new
+    # task's producer aborts (the cut-worker failure of tests/distributed/test_multihost_exactly_once.py).
+    herder, _, member, _ = cluster
+    worker = herder.cluster.worker
+    monkeypatch.setattr(type(worker.config), "exactly_once_source_enabled", property(lambda self: exactly_once))
+    reads: list[float] = []
+    monkeypatch.setattr(worker.offset_store, "refresh", reads.append, raising=False)
+    _lead(member, herder)
+    herder.put_connector_config("src", SOURCE, allow_replace=False)
+    _lead(member, herder, generation=2, connectors=("src",))
+    herder.cluster._tick()
+    _lead(member, herder, generation=3, tasks=(ConnectorTaskId("src", 0),))
+    assert len(reads) == (0 if exactly_once else 1)
