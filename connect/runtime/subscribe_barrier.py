@@ -2,8 +2,8 @@
 
 A sink task's consumer joins its connector's group when it subscribes. On Kafka, a member that joins a
 group which has just settled without it waits for the others' next heartbeat (``heartbeat.interval.ms``,
-3 s) to be let in, twice under the cooperative protocol: a connector whose second task subscribed a few
-hundred ms after the first (its task host was still starting) ran on one task for about 6 s. Java's
+3 s, twice under the cooperative protocol) to be let in: a connector whose second task subscribed a few
+hundred ms after the first (its task host was still starting) ran on one task for seconds. Java's
 tasks start in one thread pool within a millisecond of each other; here each task waits, before it
 subscribes, for the other sink tasks of its connector that this worker started and that have not
 subscribed yet, for at most ``SUBSCRIBE_TOGETHER_WAIT`` seconds, so that they join in one generation.

@@ -60,7 +60,8 @@ def test_both_sink_tasks_own_a_partition_within_a_heartbeat_of_the_first(tmp_pat
         first = _first_partitions(worker.log())
         assert len(first) == 2, worker.log()
         gap = abs((first["join-sink-0"] - first["join-sink-1"]).total_seconds())
-        # before: 6 s (two rounds of 3 s heartbeats); now one generation, or two rounds of 1 s heartbeats
+        # before: 6 s (two cooperative rounds of 3 s heartbeats); now one generation, or one eager round of a 1 s
+        # heartbeat (the margin is for this loaded machine)
         assert gap < 3.5, f"the second task got a partition {gap:.1f} s after the first:\n{worker.log()}"
     finally:
         assert worker.terminate() == 0, worker.log()

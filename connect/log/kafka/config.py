@@ -207,7 +207,10 @@ PRODUCER_DEFAULTS: dict[str, str] = {
 
 CONSUMER_DEFAULTS: dict[str, str] = {
     **_RECONNECT,
-    "partition.assignment.strategy": "cooperative-sticky",
+    # What Java's consumer runs by default: its list is [RangeAssignor, CooperativeStickyAssignor] and the group
+    # uses the first, eager range. A sink task that joins after its sibling's consumer settled the group alone
+    # then waits one heartbeat of the sibling, not the two rounds of the cooperative protocol.
+    "partition.assignment.strategy": "range",
     "enable.auto.commit": "false",
     "enable.auto.offset.store": "false",
     "enable.partition.eof": "false",
@@ -220,8 +223,8 @@ CONSUMER_DEFAULTS: dict[str, str] = {
     # no such pause, so a short one keeps fetches flowing as they do there.
     "fetch.queue.backoff.ms": "10",
     # Java's (and librdkafka's) 3 s: a member that joins a settled group waits for the others' next heartbeat,
-    # twice under the cooperative protocol, so a sink task whose consumer joined a moment after its
-    # sibling's sat idle for 6 s; a heartbeat a second costs the broker one small request per task
+    # so a sink task whose consumer joined a moment after its sibling's sat idle for 3 s (6 s under the
+    # cooperative protocol); a heartbeat a second costs the broker one small request per task
     "heartbeat.interval.ms": "1000",
 }
 
