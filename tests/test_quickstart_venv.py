@@ -102,6 +102,7 @@ def test_without_python_3_11_the_setup_stops_with_one_clear_line(tmp_path: Path)
     assert not (tmp_path / "venv").exists()
 
 
+@pytest.mark.slow  # makes a real virtual environment with pip in it: about 10 CPU-s
 def test_a_python_without_venv_gets_it_from_apt_and_the_venv_is_then_reused(tmp_path: Path) -> None:
     python = shutil.which("python3", path=STOCK_PATH)
     assert python, "the test needs a python3 in /usr/bin"
