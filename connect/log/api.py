@@ -430,6 +430,13 @@ class Consumer(abc.ABC):
         """
         return False
 
+    def prepare_to_join(self, topics: Sequence[str], timeout: float) -> None:
+        """Before ``subscribe``: make ready to join the group at once, so that consumers started together join
+        in one generation (a Kafka consumer finds its group coordinator and connects to it, by reading the
+        group's offsets of ``topics``). Best effort: returns within ``timeout`` whatever happened, and the
+        default has nothing to do."""
+        return None
+
     @abc.abstractmethod
     def seek(self, partition: TopicPartition, offset: int) -> None: ...
 

@@ -130,10 +130,12 @@ class WorkerSinkTask(WorkerTask):
             if self.siblings is not None:
                 self.siblings.forget(self.id)
             raise
-        if self.siblings is not None:
-            self.siblings.wait(self.id, self._stopping, SUBSCRIBE_TOGETHER_WAIT)
         topics = self.connector_config.topics
         regex = self.connector_config.topics_regex
+        if self.siblings is not None:
+            if not regex:
+                self.consumer.prepare_to_join(topics, SUBSCRIBE_TOGETHER_WAIT)
+            self.siblings.wait(self.id, self._stopping, SUBSCRIBE_TOGETHER_WAIT)
         if regex:
             self.consumer.subscribe(pattern=re.compile(regex), listener=_Rebalance(self))
         else:

@@ -239,6 +239,18 @@ class KafkaConsumer(Consumer):
             raise to_log_error(exc, f"subscribing to {names}") from None
         self._subscribed = True
 
+    def prepare_to_join(self, topics: Sequence[str], timeout: float) -> None:
+        # Reading the group's committed offsets goes to its coordinator: once it answered, a subscribe sends
+        # JoinGroup at once. Without it, of two consumers made a few ms apart, one could still be finding the
+        # coordinator when the other's join completed the generation alone (the broker's
+        # group.initial.rebalance.delay.ms is often 0), and its task then waited a heartbeat for a partition.
+        if self._group is None or not topics:
+            return
+        try:
+            self._c.committed([KTP(topic, 0) for topic in topics], timeout=timeout)
+        except KafkaException as exc:
+            log.debug("Group %s: no answer from its coordinator before subscribing: %s", self._group, exc)
+
     def _on_assign(self, consumer: Any, parts: list[Any]) -> None:
         tps = [_tp(p) for p in parts]
         if not self._cooperative:
